@@ -1,0 +1,29 @@
+# Two commands matter: `make run` and `make test`. Both bootstrap .venv from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/burstmarket serve
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+test: $(STAMP) lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_clear.py
+
+clean:
+	rm -rf $(VENV) data/*

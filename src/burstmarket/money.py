@@ -1,0 +1,65 @@
+"""Exact money: integer micro-dollars (µUSD) everywhere inside; floats only at the display edge.
+
+Prices and rates are µUSD per GPU-hour. A price lives on the 0.0001 USD grid (100 µUSD) and is at
+most 1,000 USD per GPU-hour; anything else is refused, never rounded.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, InvalidOperation
+
+MICROS_PER_USD = 1_000_000
+PRICE_STEP = 100  # 0.0001 USD in µUSD: the price grid
+MAX_PRICE = 1_000 * MICROS_PER_USD
+
+
+class MoneyError(ValueError):
+    """A money value that cannot be taken as given (never rounded to fit)."""
+
+
+def to_decimal(value: object) -> Decimal:
+    """Exact decimal of a JSON number; a float is read by its shortest repr (6.1 -> 6.1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        raise MoneyError("must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise MoneyError("must be finite")
+    try:
+        result = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation as exc:
+        raise MoneyError("must be a number") from exc
+    if not result.is_finite():
+        raise MoneyError("must be finite")
+    return result
+
+
+def parse_price(value: object, *, allow_zero: bool = False) -> int:
+    """A price in USD per GPU-hour -> µUSD, refusing what is off the 0.0001 grid or out of range."""
+    price = to_decimal(value)
+    if price < 0 or (price == 0 and not allow_zero):
+        raise MoneyError("must be greater than 0" if not allow_zero else "must not be negative")
+    if price * MICROS_PER_USD > MAX_PRICE:
+        raise MoneyError("must be at most 1000 USD per GPU-hour")
+    if price != price.quantize(Decimal("0.0001")):
+        raise MoneyError("has more than 4 decimal places")
+    return int(price * MICROS_PER_USD)
+
+
+def parse_amount(value: object) -> int:
+    """A dollar amount (limits, balances) -> µUSD, refusing more than 6 decimals."""
+    amount = to_decimal(value)
+    if abs(amount) > Decimal(10) ** 12:
+        raise MoneyError("is out of range")
+    if amount != amount.quantize(Decimal("0.000001")):
+        raise MoneyError("has more than 6 decimal places")
+    return int(amount * MICROS_PER_USD)
+
+
+def usd(micros: int) -> float:
+    """µUSD -> USD for JSON output (6 decimals are exact in a double at these magnitudes)."""
+    return micros / MICROS_PER_USD
+
+
+def round_div(numerator: int, denominator: int) -> int:
+    """Integer division rounded half up (for display of exact ratios such as a rate)."""
+    return (2 * numerator + denominator) // (2 * denominator)
