@@ -7,7 +7,7 @@ VCG and the protected-node prices all read off the same few tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from math import isqrt
 
 import numpy as np
@@ -39,13 +39,15 @@ def combine_at(left: Table, right: Table, capacity: int) -> int:
     return int((a + b).max())
 
 
-def suffix_tables(groups: Sequence[Sequence[Item]], length: int) -> tuple[Table, Iterator[Table]]:
-    """The table over all groups, and an iterator giving, for i = 0, 1, …, the table over
-    groups[i+1:] (what is left after group i).
+def suffix_tables(
+    groups: Sequence[Sequence[Item]], length: int
+) -> tuple[Table, Callable[[], Iterator[Table]]]:
+    """The table over all groups, and `walk()`: an iterator giving, for i = 0, 1, …, the table
+    over groups[i+1:] (what is left after group i). `walk` may be called more than once.
 
     Storing every suffix table costs len(groups)·length integers, too much at 20,000 units on
     10,000 nodes; checkpoints every √n groups and recomputing one block at a time keeps memory at
-    O(√n·length) for one more pass over the items.
+    O(√n·length) for one more pass over the items per walk.
     """
     n = len(groups)
     block = max(1, isqrt(n))
@@ -56,7 +58,6 @@ def suffix_tables(groups: Sequence[Sequence[Item]], length: int) -> tuple[Table,
             checkpoints[i] = table
         if i > 0:
             table = add_group(table, groups[i - 1])
-    full = checkpoints[0]
 
     def walk() -> Iterator[Table]:
         for start in range(0, n, block):
@@ -66,4 +67,4 @@ def suffix_tables(groups: Sequence[Sequence[Item]], length: int) -> tuple[Table,
                 tables.append(add_group(tables[-1], groups[i]))
             yield from reversed(tables)
 
-    return full, walk()
+    return checkpoints[0], walk

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from burstmarket.money import round_div
+
 
 @dataclass(frozen=True, slots=True)
 class Unit:
@@ -61,7 +63,7 @@ class ClusterClearing:
     @property
     def rate(self) -> int:
         """µUSD per GPU-hour, rounded half up to the µUSD (billing uses `payment`, exact)."""
-        return (2 * self.payment + self.gpus) // (2 * self.gpus)
+        return round_div(self.payment, self.gpus)
 
 
 @dataclass(frozen=True, slots=True)
