@@ -11,4 +11,13 @@ from burstmarket.auction.types import (
     Unit,
 )
 
-__all__ = ["Clearing", "ClusterClearing", "IslandInput", "Protected", "Rung", "Stats", "Unit", "clear"]
+__all__ = [
+    "Clearing",
+    "ClusterClearing",
+    "IslandInput",
+    "Protected",
+    "Rung",
+    "Stats",
+    "Unit",
+    "clear",
+]

@@ -14,7 +14,7 @@ import numpy as np
 from burstmarket.auction.allocation import decide
 from burstmarket.auction.core import Winner, core_payments
 from burstmarket.auction.knapsack import Item, Table, add_group, empty, suffix_tables
-from burstmarket.auction.types import ClusterClearing, Clearing, IslandInput, Rung, Stats, Unit
+from burstmarket.auction.types import Clearing, ClusterClearing, IslandInput, Rung, Stats, Unit
 from burstmarket.auction.without import values_without
 from burstmarket.money import PRICE_STEP, round_div
 
@@ -95,19 +95,24 @@ def _payments(
         won_value[u.cluster] += (u.price - reserve) * u.nodes * g
     protected_nodes: dict[str, int] = defaultdict(int)
     protected_cap: dict[str, int] = defaultdict(int)
-    for p in island.protected:
-        protected_nodes[p.cluster] += p.nodes
-        protected_cap[p.cluster] += p.locked_price * p.nodes * g
+    for hold in island.protected:
+        protected_nodes[hold.cluster] += hold.nodes
+        protected_cap[hold.cluster] += hold.locked_price * hold.nodes * g
 
     queries = {c: [supply] for c in won_nodes}
     for c, nodes in protected_nodes.items():
         queries[c] = [supply, supply + nodes]
     longest = supply + max(protected_nodes.values(), default=0) + 1
-    without = values_without(groups, queries, longest)
+    # clusters never removed: their units form the base of every "without c" table and, with
+    # the protected clusters that won nothing, the losers' side of every core coalition
+    never_removed = [i for c, its in groups.items() if c not in queries for i in its]
+    base = add_group(empty(longest), never_removed)
+    without = values_without(groups, queries, base)
+    protected_only = [i for c in protected_nodes if c not in won_nodes for i in groups[c]]
+    losers = add_group(base[: supply + 1], protected_only)
 
     winners = sorted(won_nodes)
     vcg_surplus = [without[c][supply] - (best - won_value[c]) for c in winners]
-    losers = add_group(empty(supply + 1), [i for c, its in groups.items() if c not in won_nodes for i in its])
     core_surplus = core_payments(
         [
             Winner(lo=lo, hi=won_value[c], own=add_group(empty(supply + 1), groups[c]))

@@ -114,7 +114,9 @@ def _most_blocking(
     return round(total), sorted(left_out)
 
 
-def _nearest_minimum_revenue(lo: Floats, hi: Floats, constraints: Sequence[_Constraint]) -> list[int]:
+def _nearest_minimum_revenue(
+    lo: Floats, hi: Floats, constraints: Sequence[_Constraint]
+) -> list[int]:
     """The revenue-minimising point nearest to `lo` (VCG), rounded up to whole µUSD."""
     scale = 1e-6  # µUSD -> USD for the solver
     rows = [c.members for c in constraints]

@@ -40,17 +40,18 @@ def combine_at(left: Table, right: Table, capacity: int) -> int:
 
 
 def suffix_tables(
-    groups: Sequence[Sequence[Item]], length: int
+    groups: Sequence[Sequence[Item]], length: int, budget: int = 256 << 20
 ) -> tuple[Table, Callable[[], Iterator[Table]]]:
     """The table over all groups, and `walk()`: an iterator giving, for i = 0, 1, …, the table
     over groups[i+1:] (what is left after group i). `walk` may be called more than once.
 
-    Storing every suffix table costs len(groups)·length integers, too much at 20,000 units on
-    10,000 nodes; checkpoints every √n groups and recomputing one block at a time keeps memory at
-    O(√n·length) for one more pass over the items per walk.
+    Storing every suffix table costs len(groups)·length integers: fine at 5,000 units on 2,000
+    nodes, too much at 20,000 units on 10,000. Past `budget` bytes, checkpoints every √n groups
+    and recomputing one block at a time keep memory at O(√n·length), for one more pass over the
+    items per walk.
     """
     n = len(groups)
-    block = max(1, isqrt(n))
+    block = 1 if n * length * 8 <= budget else max(1, isqrt(n))
     checkpoints: dict[int, Table] = {}
     table = empty(length)
     for i in range(n, -1, -1):

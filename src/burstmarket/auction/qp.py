@@ -34,11 +34,11 @@ def solve(
     n = len(lower)
     all_rows = [list(r) for r in rows]
     lows = list(row_lower)
-    highs = [kHighsInf] * len(lows)
+    uppers = [kHighsInf] * len(lows)
     if revenue_at_most is not None:
         all_rows.append(list(range(n)))
         lows.append(-kHighsInf)
-        highs.append(revenue_at_most + 1e-9)
+        uppers.append(revenue_at_most + 1e-9)
     lp = HighsLp()
     lp.num_col_ = n
     lp.num_row_ = len(all_rows)
@@ -46,7 +46,7 @@ def solve(
     lp.col_lower_ = np.asarray(lower, dtype=np.float64)
     lp.col_upper_ = np.asarray(upper, dtype=np.float64)
     lp.row_lower_ = np.asarray(lows, dtype=np.float64)
-    lp.row_upper_ = np.asarray(highs, dtype=np.float64)
+    lp.row_upper_ = np.asarray(uppers, dtype=np.float64)
     starts = np.cumsum([0] + [len(r) for r in all_rows]).astype(np.int32)
     lp.a_matrix_.format_ = MatrixFormat.kRowwise
     lp.a_matrix_.num_col_ = n

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from burstmarket.auction.knapsack import Item, add_group, combine_at, empty, suffix_tables
+from burstmarket.auction.knapsack import Item, Table, add_group, combine_at, suffix_tables
 
 
 def values_without(
-    groups: Mapping[str, Sequence[Item]],
-    queries: Mapping[str, Sequence[int]],
-    length: int,
+    groups: Mapping[str, Sequence[Item]], queries: Mapping[str, Sequence[int]], base: Table
 ) -> dict[str, dict[int, int]]:
-    """For each cluster in `queries`, V(X, without it) at each capacity X it asks for."""
+    """For each cluster in `queries`, V(X, without it) at each capacity X it asks for.
+
+    `base` is the table over every unit of the clusters not in `queries`.
+    """
     removed = sorted(queries)
-    kept: list[Item] = [item for c, items in groups.items() if c not in queries for item in items]
-    prefix = add_group(empty(length), kept)
-    _, walk = suffix_tables([groups.get(c, ()) for c in removed], length)
+    prefix = base
+    _, walk = suffix_tables([groups.get(c, ()) for c in removed], len(base))
     result: dict[str, dict[int, int]] = {}
     for cluster, suffix in zip(removed, walk(), strict=True):
         result[cluster] = {x: combine_at(prefix, suffix, x) for x in queries[cluster]}

@@ -1,0 +1,3 @@
+from burstmarket.cli import main
+
+main()
