@@ -91,3 +91,13 @@ class NotFound(MarketError):
 class Conflict(MarketError):
     code = "conflict"
     status = 409
+
+
+class MethodNotAllowed(MarketError):
+    code = "method-not-allowed"
+    status = 405
+
+
+class ManualClockOnly(MarketError):
+    code = "manual-clock-only"
+    status = 409

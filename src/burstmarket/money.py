@@ -63,3 +63,22 @@ def usd(micros: int) -> float:
 def round_div(numerator: int, denominator: int) -> int:
     """Integer division rounded half up (for display of exact ratios such as a rate)."""
     return (2 * numerator + denominator) // (2 * denominator)
+
+
+LEDGER_UNITS_PER_MICRO = 3_600_000
+"""Ledger amounts are µUSD-per-hour × milliseconds: a rate times GPUs times a duration in ms is
+an exact integer, so a tick's charge needs no rounding. 3.6e6 units make one µUSD."""
+LEDGER_UNITS_PER_USD = MICROS_PER_USD * LEDGER_UNITS_PER_MICRO
+
+
+def units_to_usd(units: int) -> Decimal:
+    """Ledger units -> USD rounded half up to 6 decimals, for display only."""
+    micros = round_div(units, LEDGER_UNITS_PER_MICRO) if units >= 0 else -round_div(
+        -units, LEDGER_UNITS_PER_MICRO
+    )
+    return Decimal(micros).scaleb(-6)
+
+
+def micros_to_decimal(micros: int) -> Decimal:
+    """µUSD -> exact USD Decimal (for DECIMAL(18,6) columns)."""
+    return Decimal(micros).scaleb(-6)

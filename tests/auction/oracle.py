@@ -257,16 +257,16 @@ def nearest_core(
     rows += [([int(k == j) for k in range(n)], 0) for j in range(n)]
     rows += [([-int(k == j) for k in range(n)], -slack[j]) for j in range(n)]
 
-    least = min_sum(rows, n)
-    delta = nearest_on_face(rows, n, least)
+    start = min_sum(rows, n)
+    delta = nearest_on_face(rows, n, start)
     return (
-        sum(vcg.values()) + least,
+        sum(vcg.values()) + sum(start),
         {c: vcg[c] + delta[j] for j, c in enumerate(winners)},
     )
 
 
-def min_sum(rows: list[tuple[list[int], int]], n: int) -> Fraction:
-    """min 1·δ subject to a·δ ≥ c for every row, by the simplex method on the dual.
+def min_sum(rows: list[tuple[list[int], int]], n: int) -> Vector:
+    """A δ of least Σδ subject to a·δ ≥ c for every row, by the simplex method on the dual.
 
     The dual, max Σ c_i y_i subject to Σ_i y_i a_i ≤ 1 and y ≥ 0, starts feasible at y = 0, so
     no phase one is needed; Bland's rule prevents cycling. The answer is then checked by a
@@ -282,7 +282,8 @@ def min_sum(rows: list[tuple[list[int], int]], n: int) -> Fraction:
         bt = [[cols[j][i] for i in range(n)] for j in basis]
         x_b = solve(b, ones)
         duals = solve(bt, [cost[j] for j in basis])
-        assert x_b is not None and duals is not None
+        assert x_b is not None
+        assert duals is not None
         entering = next(
             (j for j in range(len(cols)) if cost[j] - dot(duals, cols[j]) > 0), None
         )
@@ -306,37 +307,89 @@ def min_sum(rows: list[tuple[list[int], int]], n: int) -> Fraction:
     assert all(dot(a, delta) >= c for a, c in rows)
     assert all(v >= 0 for v in delta)
     assert sum(delta) == dot(cost, y), "LP certificate: objectives differ"
-    return sum(delta, Fraction(0))
+    return delta
 
 
-def nearest_on_face(rows: list[tuple[list[int], int]], n: int, total: Fraction) -> Vector:
-    """argmin |δ|² subject to Σδ = total and a·δ ≥ c for every row.
+Rows = list[tuple[list[int], int]]
 
-    KKT: δ = μ·1 + Σ_{i∈A} λ_i a_i with λ ≥ 0, rows in A tight, every row satisfied. Some
-    linearly independent A carries the multipliers (Carathéodory), so enumerating independent
-    active sets by size finds the unique optimum; every candidate is checked exactly.
+
+def nearest_on_face(rows: Rows, n: int, start: Vector) -> Vector:
+    """argmin |δ|² subject to Σδ = Σ start and a·δ ≥ c for every row, from the feasible `start`.
+
+    A primal active-set method (Nocedal & Wright, Algorithm 16.3) in exact arithmetic. Its answer
+    is accepted only when `is_optimum` confirms the KKT conditions exactly, which for this
+    strictly convex problem identify the unique optimum. Should it stall on a degenerate corner,
+    the plain search `enumerate_active_sets` decides instead.
     """
-    equality = [1] * n
+    total = sum(start, Fraction(0))
+    delta = list(start)
+    working: list[int] = []  # rows held tight, always independent together with Σδ = total
+    for _ in range(500):
+        projected = project(rows, n, total, working, with_equality=True)
+        assert projected is not None, "the working set stays linearly independent"
+        target, multipliers = projected
+        step = [t - d for t, d in zip(target, delta, strict=True)]
+        if not any(step):
+            negative = [(m, i) for m, i in zip(multipliers[1:], working, strict=True) if m < 0]
+            if not negative:
+                if is_optimum(rows, total, target, multipliers, with_equality=True):
+                    return target
+                break
+            working.remove(min(negative)[1])
+            continue
+        length, blocking = Fraction(1), None
+        for i, (a, c) in enumerate(rows):
+            along = dot(a, step)
+            if i not in working and along < 0 and (c - dot(a, delta)) / along < length:
+                length, blocking = (c - dot(a, delta)) / along, i
+        delta = [d + length * x for d, x in zip(delta, step, strict=True)]
+        if blocking is not None:
+            working.append(blocking)
+    return enumerate_active_sets(rows, n, total)
+
+
+def project(
+    rows: Rows, n: int, total: Fraction, active: Sequence[int], *, with_equality: bool
+) -> tuple[Vector, Vector] | None:
+    """The least-norm δ with the `active` rows (and Σδ = total) tight, with its multipliers
+    (the equality's first): δ = Σ m_k a_k. None if those rows are linearly dependent."""
+    system = [rows[i][0] for i in active]
+    rhs: list[Fraction | int] = [rows[i][1] for i in active]
+    if with_equality:
+        system = [[1] * n, *system]
+        rhs = [total, *rhs]
+    multipliers = solve([[dot(a, b) for b in system] for a in system], rhs)
+    if multipliers is None:
+        return None
+    delta = [
+        sum((m * a[k] for m, a in zip(multipliers, system, strict=True)), Fraction(0))
+        for k in range(n)
+    ]
+    return delta, multipliers
+
+
+def is_optimum(
+    rows: Rows, total: Fraction, delta: Vector, multipliers: Vector, *, with_equality: bool
+) -> bool:
+    """KKT, exactly, for a `project` result: multipliers of inequality rows ≥ 0 (stationarity
+    and tightness of the active rows hold by construction), Σδ = total, every row satisfied."""
+    inequalities = multipliers[1:] if with_equality else multipliers
+    return (
+        all(m >= 0 for m in inequalities)
+        and sum(delta) == total
+        and all(dot(a, delta) >= c for a, c in rows)
+    )
+
+
+def enumerate_active_sets(rows: Rows, n: int, total: Fraction) -> Vector:
+    """The same optimum by brute force: some linearly independent set of tight rows carries the
+    KKT multipliers (Carathéodory), so trying every such set by size finds it."""
     for size in range(n + 1):
         for active in combinations(range(len(rows)), size):
-            chosen = [rows[i] for i in active]
             for with_equality in (True, False):
-                system = [a for a, _ in chosen]
-                rhs: list[Fraction | int] = [c for _, c in chosen]
-                if with_equality:
-                    system = [equality, *system]
-                    rhs = [total, *rhs]
-                gram = [[dot(a, b) for b in system] for a in system]
-                multipliers = solve(gram, rhs)
-                if multipliers is None:
-                    continue
-                first = 1 if with_equality else 0
-                if any(m < 0 for m in multipliers[first:]):
-                    continue
-                delta = [
-                    sum((m * a[k] for m, a in zip(multipliers, system, strict=True)), Fraction(0))
-                    for k in range(n)
-                ]
-                if sum(delta) == total and all(dot(a, delta) >= c for a, c in rows):
-                    return delta
+                projected = project(rows, n, total, active, with_equality=with_equality)
+                if projected is not None and is_optimum(
+                    rows, total, *projected, with_equality=with_equality
+                ):
+                    return projected[0]
     raise AssertionError("no KKT point: the minimum-revenue core face is empty")

@@ -7,6 +7,7 @@ last node are common; `since` takes few values so equal ages fall back to input 
 from __future__ import annotations
 
 import copy
+from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,48 +17,117 @@ from burstmarket.money import PRICE_STEP, round_div
 from tests.auction.oracle import Expected, expected, ladder
 
 CLUSTERS = ("c0", "c1", "c2", "c3", "c4")
-SMALL = settings(max_examples=150, deadline=None)
+SMALL = settings(max_examples=200, deadline=None)
 
 
-@st.composite
-def islands(draw: st.DrawFn) -> IslandInput:
-    gpus_per_node = draw(st.sampled_from([8, 1]))
-    reserve = draw(st.sampled_from([1_000_000, 0, PRICE_STEP]))
+def price_palette(draw: st.DrawFn, reserve: int) -> st.SearchStrategy[int]:
     # steps above the reserve; -1 is a bid under it (not in the auction, or a lock it overtook)
     steps = draw(st.lists(st.integers(-1, 40), min_size=1, max_size=4, unique=True))
     palette = [reserve + k * PRICE_STEP for k in steps if reserve + k * PRICE_STEP > 0]
-    prices = st.sampled_from(palette or [reserve + PRICE_STEP])
-    count = draw(st.integers(0, 8))
+    return st.sampled_from(palette or [reserve + PRICE_STEP])
+
+
+@st.composite
+def protected_holdings(draw: st.DrawFn, prices: st.SearchStrategy[int]) -> tuple[Protected, ...]:
+    holding = st.builds(
+        Protected, cluster=st.sampled_from(CLUSTERS), nodes=st.integers(1, 3), locked_price=prices
+    )
+    return tuple(draw(st.lists(holding, max_size=3)))
+
+
+@st.composite
+def any_islands(draw: st.DrawFn) -> IslandInput:
+    """Anything small: gangs and singles of any cluster, any supply."""
+    gpus_per_node = draw(st.sampled_from([8, 1]))
+    reserve = draw(st.sampled_from([1_000_000, 0, PRICE_STEP]))
+    prices = price_palette(draw, reserve)
+    count = draw(st.sampled_from([8, 7, 6, 5, 4, 3, 2, 1, 0]))
     units = tuple(
         Unit(
             id=f"u{i}",
             cluster=draw(st.sampled_from(CLUSTERS)),
-            nodes=draw(st.sampled_from([1, 2, 1, 3, 4, 2, 8, 5])),
+            nodes=draw(st.sampled_from([1, 2, 1, 1, 3, 1, 4, 2, 6, 8])),
             price=draw(prices),
-            since=draw(st.integers(0, 3)),
+            since=draw(st.sampled_from([0, 1, 2, 2.5, 3])),
         )
         for i in range(count)
     )
-    protected = tuple(
-        draw(
-            st.lists(
-                st.builds(
-                    Protected,
-                    cluster=st.sampled_from(CLUSTERS),
-                    nodes=st.integers(1, 3),
-                    locked_price=prices,
-                ),
-                max_size=3,
-            )
-        )
-    )
     return IslandInput(
-        nodes=draw(st.integers(0, 8)),
+        nodes=draw(st.sampled_from([4, 3, 5, 2, 6, 1, 7, 8, 0])),
         gpus_per_node=gpus_per_node,
         reserve_price=reserve,
         units=units,
-        protected=protected,
+        protected=draw(protected_holdings(prices)),
     )
+
+
+@st.composite
+def contested_islands(draw: st.DrawFn) -> IslandInput:
+    """Singles of distinct clusters filling (about) the island, against gangs that would take
+    several of them: where VCG falls outside the core and the core shares out a shortfall, often
+    in fractions of a µUSD."""
+    gpus_per_node = draw(st.sampled_from([8, 1]))
+    reserve = draw(st.sampled_from([1_000_000, 0, PRICE_STEP]))
+    prices = price_palette(draw, reserve)
+    ages = st.sampled_from([0, 1, 2, 2.5, 3])
+    singles = [
+        Unit(f"s{i}", CLUSTERS[i], draw(st.sampled_from([1, 1, 2])), draw(prices), draw(ages))
+        for i in range(draw(st.sampled_from([3, 4, 5, 2])))
+    ]
+    filled = sum(u.nodes for u in singles)
+    supply = max(1, min(8, filled + draw(st.sampled_from([0, 0, -1, 1]))))
+    gangs = [
+        Unit(
+            f"g{i}",
+            draw(st.sampled_from(CLUSTERS)),
+            draw(st.integers(2, max(2, supply))),
+            # just under a single's price: the gang loses, yet is worth more than VCG collects
+            max(PRICE_STEP, draw(prices) - draw(st.integers(0, 3)) * PRICE_STEP),
+            draw(ages),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    return IslandInput(
+        nodes=supply,
+        gpus_per_node=gpus_per_node,
+        reserve_price=reserve,
+        units=tuple(draw(st.permutations(singles + gangs))),
+        protected=draw(protected_holdings(prices)),
+    )
+
+
+@st.composite
+def shortfall_islands(draw: st.DrawFn) -> IslandInput:
+    """k single-node clusters filling the island against one gang of k nodes priced near their
+    mean: VCG collects less than the gang offers, and the core shares the shortfall out among
+    the k (in thirds or fifths of a µUSD, unless a bid caps a share)."""
+    gpus_per_node = draw(st.sampled_from([8, 1]))
+    reserve = draw(st.sampled_from([1_000_000, 0, PRICE_STEP]))
+    k = draw(st.sampled_from([3, 5, 4]))
+    singles = [
+        Unit(
+            f"s{i}",
+            CLUSTERS[i],
+            1,
+            reserve + draw(st.integers(1, 40)) * PRICE_STEP,
+            draw(st.sampled_from([0, 1, 2])),
+        )
+        for i in range(k)
+    ]
+    mean = sum(u.price for u in singles) // (k * PRICE_STEP) * PRICE_STEP
+    gang_price = max(reserve, mean + draw(st.integers(-3, 1)) * PRICE_STEP)
+    gang = Unit("g", "gang", k, gang_price, draw(st.sampled_from([0, 1, 2])))
+    return IslandInput(
+        nodes=k,
+        gpus_per_node=gpus_per_node,
+        reserve_price=reserve,
+        units=tuple(draw(st.permutations([*singles, gang]))),
+        protected=draw(protected_holdings(st.sampled_from([u.price for u in singles]))),
+    )
+
+
+def islands() -> st.SearchStrategy[IslandInput]:
+    return st.one_of(any_islands(), contested_islands(), shortfall_islands())
 
 
 @SMALL
@@ -77,7 +147,7 @@ def test_winners_are_the_brute_force_optimum_with_the_age_tie_break(island: Isla
     assert sum(u.nodes for u in won.values()) <= island.nodes
 
 
-@SMALL
+@settings(max_examples=400, deadline=None)
 @given(islands())
 def test_vcg_core_and_protected_payments_match_the_oracle(island: IslandInput) -> None:
     result = clear(island)
@@ -114,7 +184,9 @@ def test_rates_stay_between_reserve_and_ceiling_and_stats_sum_the_clusters(
         if len({price for price, _ in ceilings}) == 1:
             assert held.rate <= ceilings[0][0], name
         # a lock the reserve has overtaken wins; everything else pays at least the reserve
-        floor = sum(min(r, p.locked_price) * p.nodes * g for p in island.protected if p.cluster == name)
+        floor = sum(
+            min(r, p.locked_price) * p.nodes * g for p in island.protected if p.cluster == name
+        )
         assert held.payment >= r * held.won_nodes * g + floor, name
         if all(p.locked_price >= r for p in island.protected if p.cluster == name):
             assert held.rate >= r, name
@@ -152,19 +224,43 @@ def test_the_same_input_clears_the_same_way_twice(island: IslandInput) -> None:
     assert clear(island) == clear(copy.deepcopy(island))
 
 
-def test_the_oracle_agrees_with_the_market_md_example() -> None:
-    # MARKET.md step 5: singles at 6 and 6 beat a 2-node gang at 10; VCG 4 and 4, core 5 and 5.
-    # Guards the oracle itself, so a shared misreading cannot pass silently.
+def test_the_oracle_agrees_with_cases_worked_by_hand() -> None:
+    # Guards the oracle itself, so that a misreading shared with the engine cannot pass silently.
     usd = 1_000_000
+    # MARKET.md step 5: singles at 6 and 6 beat a 2-node gang at 10; VCG 4 and 4, core 5 and 5
     island = IslandInput(
         nodes=2,
         gpus_per_node=1,
         reserve_price=0,
-        units=(Unit("a", "A", 1, 6 * usd, 1), Unit("b", "B", 1, 6 * usd, 2),
-               Unit("g", "G", 2, 5 * usd, 0)),
+        units=(
+            Unit("a", "A", 1, 6 * usd, 1),
+            Unit("b", "B", 1, 6 * usd, 2),
+            Unit("g", "G", 2, 5 * usd, 0),
+        ),
     )
     want: Expected = expected(island)
     assert want.winners == ("a", "b")
     assert want.vcg == {"A": 4 * usd, "B": 4 * usd}
     assert want.core == {"A": 5 * usd, "B": 5 * usd}
     assert want.min_core_revenue == 10 * usd
+    # singles at 6, 4 and 3 beat a 3-node gang worth 12: VCG 5, 3 and 2 collects 10; the
+    # nearest point collecting 12 adds 2/3 to each (no bid binds)
+    island = IslandInput(
+        nodes=3,
+        gpus_per_node=1,
+        reserve_price=0,
+        units=(
+            Unit("a", "A", 1, 6 * usd, 0),
+            Unit("b", "B", 1, 4 * usd, 0),
+            Unit("d", "D", 1, 3 * usd, 0),
+            Unit("g", "G", 3, 4 * usd, 0),
+        ),
+    )
+    want = expected(island)
+    assert want.vcg == {"A": 5 * usd, "B": 3 * usd, "D": 2 * usd}
+    assert want.core == {
+        "A": Fraction(17 * usd, 3),
+        "B": Fraction(11 * usd, 3),
+        "D": Fraction(8 * usd, 3),
+    }
+    assert want.min_core_revenue == 12 * usd

@@ -23,12 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction.knapsack import Table
-from burstmarket.auction.qp import solve
+from burstmarket.auction.qp import minimize, nearest_to_origin
 
 Floats = npt.NDArray[np.float64]
 
 _SNAP = 1e-3  # µUSD: a solver value this close above a whole µUSD is that µUSD
 _MAX_ROUNDS = 500
+_REVENUE_SLACK = 1e-7  # USD: the LP's own tolerance, so the QP's face is never empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +53,22 @@ def core_payments(winners: Sequence[Winner], losers: Table, capacity: int, best:
 
     `losers` is the table over every unit of clusters that won nothing; `best` is V(S).
     """
-    lo = np.array([w.lo for w in winners], dtype=np.float64)
-    hi = np.array([w.hi for w in winners], dtype=np.float64)
+    lo = [w.lo for w in winners]
     bids = [w.hi for w in winners]
     options = [_options(w.own) for w in winners]
     base = losers[: capacity + 1].astype(np.float64)
     constraints: list[_Constraint] = []
     point = [w.lo for w in winners]
     for _ in range(_MAX_ROUNDS):
-        blocking = _most_blocking(base, options, [b - p for b, p in zip(bids, point, strict=True)])
-        coalition_value, left_out = blocking
-        if coalition_value <= best:
+        keeps = [b - p for b, p in zip(bids, point, strict=True)]
+        blocking = _most_blocking(base, options, keeps, best)
+        if blocking is None:
             return point
+        coalition_value, left_out = blocking
         # value(x) − V(S) + Σ_T bid_j, with value(x) = coalition_value − Σ_T (bid_j − p_j)
         bound = coalition_value - best + sum(point[j] for j in left_out)
         constraints.append(_Constraint(tuple(left_out), bound))
-        point = _nearest_minimum_revenue(lo, hi, constraints)
+        point = _nearest_minimum_revenue(lo, bids, constraints)
     raise RuntimeError("core constraint generation did not converge")  # a bug, never input
 
 
@@ -81,59 +82,73 @@ def _most_blocking(
     base: Floats,
     options: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
     keeps: Sequence[int],
-) -> tuple[int, list[int]]:
-    """max over allocations x of value(x) + Σ_{winners j outside x} keeps_j, and who is outside.
+    best: int,
+) -> tuple[int, list[int]] | None:
+    """The coalition worth most: max over allocations x of value(x) + Σ_{winners j outside x}
+    keeps_j, with the winners outside x; None when it is worth no more than `best`.
 
     A multiple-choice knapsack: each winner either stays out (and keeps its surplus) or takes
-    some of its own units at a cost of that surplus.
+    some of its own units at a cost of that surplus. An option worth no more than the keep never
+    beats staying out, so it is dropped; the value alone is computed first because most points
+    block nothing, and only a blocked point pays for tracking who takes part.
     """
+    gains = [
+        (sizes[values > keep], (values[values > keep] - keep).astype(np.float64))
+        for (sizes, values), keep in zip(options, keeps, strict=True)
+    ]
     capacity = len(base) - 1
+    table = base.copy()
+    for sizes, values in gains:
+        source = table.copy() if len(sizes) > 1 else table
+        for size, gain in zip(sizes.tolist(), values.tolist(), strict=True):
+            if size <= capacity:
+                np.maximum(table[size:], source[: capacity + 1 - size] + gain, out=table[size:])
+    if round(float(table[capacity])) + sum(keeps) <= best:
+        return None
     table = base
     choices: list[npt.NDArray[np.int32]] = []
-    for (sizes, values), keep in zip(options, keeps, strict=True):
+    for sizes, values in gains:
         new = table.copy()
         choice = np.zeros(capacity + 1, dtype=np.int32)
-        for size, value in zip(sizes.tolist(), values.tolist(), strict=True):
-            if size > capacity:
-                break
-            candidate = table[: capacity + 1 - size] + float(value - keep)
-            better = candidate > new[size:]
-            new[size:][better] = candidate[better]
-            choice[size:][better] = size
+        for size, gain in zip(sizes.tolist(), values.tolist(), strict=True):
+            if size <= capacity:
+                candidate = table[: capacity + 1 - size] + gain
+                better = candidate > new[size:]
+                new[size:][better] = candidate[better]
+                choice[size:][better] = size
         table = new
         choices.append(choice)
     left_out: list[int] = []
     room = capacity
-    for j in range(len(options) - 1, -1, -1):
+    for j in range(len(gains) - 1, -1, -1):
         taken = int(choices[j][room])
         if taken:
             room -= taken
         else:
             left_out.append(j)
-    total = float(table[capacity]) + sum(keeps[j] for j in left_out)
-    return round(total), sorted(left_out)
+    return round(float(table[capacity])) + sum(keeps), sorted(left_out)
 
 
 def _nearest_minimum_revenue(
-    lo: Floats, hi: Floats, constraints: Sequence[_Constraint]
+    lo: Sequence[int], hi: Sequence[int], constraints: Sequence[_Constraint]
 ) -> list[int]:
-    """The revenue-minimising point nearest to `lo` (VCG), rounded up to whole µUSD."""
-    scale = 1e-6  # µUSD -> USD for the solver
-    rows = [c.members for c in constraints]
-    bounds = [c.bound * scale for c in constraints]
-    lp = solve(lo * scale, hi * scale, rows, bounds, linear=np.ones(len(lo)))
-    revenue = float(lp.sum())
-    qp = solve(
-        lo * scale,
-        hi * scale,
-        rows,
-        bounds,
-        linear=-2 * lo * scale,
-        quadratic=True,
-        revenue_at_most=revenue,
-    )
-    point = [
-        min(int(h), max(int(low), math.ceil(x / scale - _SNAP)))
-        for x, low, h in zip(qp.tolist(), lo.tolist(), hi.tolist(), strict=True)
-    ]
+    """The revenue-minimising point nearest to `lo` (VCG), rounded up to whole µUSD.
+
+    Only winners named by some constraint can move off VCG (any other extra payment would only
+    raise revenue), so the programs are over those alone, in USD above VCG: small numbers that
+    keep the solvers' tolerances far below a µUSD.
+    """
+    scale = 1e-6  # µUSD -> USD
+    involved = sorted({j for c in constraints for j in c.members})
+    column = {j: i for i, j in enumerate(involved)}
+    rows = [[column[j] for j in c.members] for c in constraints]
+    bounds = np.array([(c.bound - sum(lo[j] for j in c.members)) * scale for c in constraints])
+    lower = np.zeros(len(involved))
+    upper = np.array([(hi[j] - lo[j]) * scale for j in involved])
+    least = minimize(lower, upper, rows, bounds, linear=np.ones(len(involved)))
+    revenue = float(least.sum()) + _REVENUE_SLACK
+    nearest = nearest_to_origin(lower, upper, rows, bounds, revenue)
+    point = list(lo)
+    for j, above in zip(involved, nearest.tolist(), strict=True):
+        point[j] = lo[j] + min(hi[j] - lo[j], max(0, math.ceil(above / scale - _SNAP)))
     return point

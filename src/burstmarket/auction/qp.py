@@ -1,4 +1,6 @@
-"""The two small programs of the core rule, handed to HiGHS (its LP simplex and QP active set)."""
+"""The two small programs of the core rule: the minimum revenue (an LP, HiGHS' simplex) and the
+point nearest VCG on it (a strictly convex QP, Goldfarb–Idnani's dual active set in quadprog,
+which stays exact on the degenerate faces where HiGHS' primal QP method gives up)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from highspy import HessianFormat, HighsHessian, HighsLp, HighsModel, MatrixFormat, kHighsInf
+import quadprog
+from highspy import HighsLp, HighsModel, MatrixFormat
 
 # highspy.Highs() prints a banner on stdout, which `burstmarket clear` keeps for its JSON; the
 # wrapped solver class is the same solver without the callback plumbing that prints it.
@@ -16,61 +19,59 @@ Floats = npt.NDArray[np.float64]
 
 
 class SolverError(RuntimeError):
-    """HiGHS did not reach an optimum on a program that always has one: a bug, never input."""
+    """A solver failed on a program that always has an optimum: a bug, never input."""
 
 
-def solve(
+def minimize(
     lower: Floats,
     upper: Floats,
     rows: Sequence[Sequence[int]],
-    row_lower: Sequence[float],
+    row_lower: Floats,
     *,
     linear: Floats,
-    quadratic: bool = False,
-    revenue_at_most: float | None = None,
 ) -> Floats:
-    """min linear·x (+ Σ x² when `quadratic`) s.t. Σ_{j∈row} x_j ≥ bound, lower ≤ x ≤ upper,
-    and Σ x ≤ revenue_at_most when given."""
+    """min linear·x s.t. Σ_{j∈row} x_j ≥ row_lower and lower ≤ x ≤ upper."""
     n = len(lower)
-    all_rows = [list(r) for r in rows]
-    lows = list(row_lower)
-    uppers = [kHighsInf] * len(lows)
-    if revenue_at_most is not None:
-        all_rows.append(list(range(n)))
-        lows.append(-kHighsInf)
-        uppers.append(revenue_at_most + 1e-9)
     lp = HighsLp()
     lp.num_col_ = n
-    lp.num_row_ = len(all_rows)
+    lp.num_row_ = len(rows)
     lp.col_cost_ = np.asarray(linear, dtype=np.float64)
     lp.col_lower_ = np.asarray(lower, dtype=np.float64)
     lp.col_upper_ = np.asarray(upper, dtype=np.float64)
-    lp.row_lower_ = np.asarray(lows, dtype=np.float64)
-    lp.row_upper_ = np.asarray(uppers, dtype=np.float64)
-    starts = np.cumsum([0] + [len(r) for r in all_rows]).astype(np.int32)
+    lp.row_lower_ = np.asarray(row_lower, dtype=np.float64)
+    lp.row_upper_ = np.full(len(rows), np.inf)
+    starts = np.cumsum([0] + [len(r) for r in rows]).astype(np.int32)
     lp.a_matrix_.format_ = MatrixFormat.kRowwise
     lp.a_matrix_.num_col_ = n
-    lp.a_matrix_.num_row_ = len(all_rows)
+    lp.a_matrix_.num_row_ = len(rows)
     lp.a_matrix_.start_ = starts
-    lp.a_matrix_.index_ = np.asarray([j for r in all_rows for j in r], dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray([j for r in rows for j in r], dtype=np.int32)
     lp.a_matrix_.value_ = np.ones(int(starts[-1]), dtype=np.float64)
     model = HighsModel()
     model.lp_ = lp
-    if quadratic:
-        hessian = HighsHessian()
-        hessian.dim_ = n
-        hessian.format_ = HessianFormat.kTriangular
-        hessian.start_ = np.arange(n + 1, dtype=np.int32)
-        hessian.index_ = np.arange(n, dtype=np.int32)
-        hessian.value_ = np.full(n, 2.0)
-        model.hessian_ = hessian
     highs = _Highs()
     highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("primal_feasibility_tolerance", 1e-9)
-    highs.setOptionValue("dual_feasibility_tolerance", 1e-9)
     highs.passModel(model)
     highs.run()
-    status = highs.getModelStatus()
-    if highs.modelStatusToString(status) != "Optimal":
-        raise SolverError(f"HiGHS: {highs.modelStatusToString(status)}")
+    status = highs.modelStatusToString(highs.getModelStatus())
+    if status != "Optimal":
+        raise SolverError(f"HiGHS: {status}")
     return np.asarray(highs.getSolution().col_value, dtype=np.float64)
+
+
+def nearest_to_origin(
+    lower: Floats, upper: Floats, rows: Sequence[Sequence[int]], row_lower: Floats, total: float
+) -> Floats:
+    """min Σ x² s.t. Σ_{j∈row} x_j ≥ row_lower, lower ≤ x ≤ upper and Σ x ≤ total."""
+    n = len(lower)
+    matrix = np.zeros((len(rows), n))
+    for i, row in enumerate(rows):
+        matrix[i, list(row)] = 1.0
+    # quadprog: min ½xᵀGx − aᵀx s.t. Cᵀx ≥ b
+    constraints = np.vstack([matrix, -np.ones((1, n)), np.eye(n), -np.eye(n)]).T
+    bounds = np.concatenate([row_lower, [-total], lower, -upper])
+    try:
+        x = quadprog.solve_qp(2.0 * np.eye(n), np.zeros(n), constraints, bounds, 0)[0]
+    except ValueError as exc:
+        raise SolverError(f"quadprog: {exc}") from None
+    return np.asarray(x, dtype=np.float64)

@@ -1,0 +1,102 @@
+"""A whole tick end to end on the 2,000-node / 5,000-unit / 1,000-cluster island. Prints figures.
+
+    .venv/bin/python bench/bench_tick.py [ticks]
+
+1,000 VM clusters each declare 5 nodes (5,000 single-node units) at prices spread over
+1.00-9.99 USD per GPU-hour on a 2,000-node island of 8 GPUs (reserve 1.0), in a real DuckDB
+file. Ticks are one hour apart, so every window has lapsed and every held node competes again:
+the worst case for the tick. For each tick: the engine's own clearing time (the `clear` call
+inside the tick) and the whole tick (read demand as Arrow, clear, apply, write every batch,
+commit). The goal is whole tick < 2x clearing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from burstmarket.auction import Clearing, IslandInput  # noqa: E402
+from burstmarket.auction import clear as engine_clear  # noqa: E402
+from burstmarket.clock import NS_PER_HOUR, ManualClock  # noqa: E402
+from burstmarket.market import tick as tick_module  # noqa: E402
+from burstmarket.market.model import Island  # noqa: E402
+from burstmarket.market.service import Market  # noqa: E402
+from burstmarket.settings import Settings  # noqa: E402
+from burstmarket.store import Database  # noqa: E402
+
+NODES, CLUSTERS, NODES_EACH, G = 2_000, 1_000, 5, 8
+clear_times: list[float] = []
+
+
+def timed_clear(island: IslandInput) -> Clearing:
+    started = time.perf_counter()
+    result = engine_clear(island)
+    clear_times.append(time.perf_counter() - started)
+    return result
+
+
+def build(data_dir: Path) -> Market:
+    settings = Settings(clock="manual", data_dir=data_dir, tick_seconds=3600)
+    db = Database(settings.database_path)
+    clock = ManualClock(1_800_000_000 * 1_000_000_000)
+    market = Market(db, clock, settings)
+    market.create_island(Island("big", G, NODES, 1_000_000, None))
+    with db.write() as cur:
+        cur.execute("INSERT INTO accounts VALUES ('bench', 0)")
+        cur.execute(
+            "INSERT INTO ledger (ts, account, kind, gpus, gpu_ms, units) "
+            "VALUES (0, 'bench', 'deposit', 0, 0, -1e30::HUGEINT)"
+        )
+        cur.execute(
+            """
+            INSERT INTO clusters (id, account, island, kind, token_hash, created_at, max_gpus,
+                                  max_price, demand_since)
+            SELECT 'c' || lpad(i::VARCHAR, 4, '0'), 'bench', 'big', 'vm', 'h' || i, 0,
+                   $gpus, 1000000 + (i * 7919 % 900) * 10000, i
+            FROM range($clusters) r(i)
+            """,
+            {"gpus": NODES_EACH * G, "clusters": CLUSTERS},
+        )
+    market.balances["bench"] = 10**30
+    return market
+
+
+def main(ticks: int) -> None:
+    tick_module.clear = timed_clear  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as tmp:
+        market = build(Path(tmp))
+        clock = market.clock
+        assert isinstance(clock, ManualClock)
+        rows: list[tuple[float, float, Any]] = []
+        for _ in range(ticks):
+            at = clock.advance(NS_PER_HOUR)
+            started = time.perf_counter()
+            event = market.tick("big", at)
+            rows.append((time.perf_counter() - started, clear_times[-1], event.stats))
+        print(
+            f"island: {NODES} nodes x {G} GPUs, {CLUSTERS} clusters, {CLUSTERS * NODES_EACH} units"
+        )
+        print(f"{'tick':>4} {'whole ms':>9} {'clear ms':>9} {'ratio':>6}  held GPUs  vwap")
+        for number, (whole, engine, stats) in enumerate(rows, start=1):
+            print(
+                f"{number:>4} {whole * 1e3:9.1f} {engine * 1e3:9.1f} {whole / engine:6.2f}"
+                f"  {stats['gpus']:>9}  {stats['vwap']}"
+            )
+        steady = rows[1:] or rows
+        whole = statistics.median(r[0] for r in steady)
+        engine = statistics.median(r[1] for r in steady)
+        print(
+            f"median (ticks 2+): whole {whole * 1e3:.1f} ms, clear {engine * 1e3:.1f} ms, "
+            f"ratio {whole / engine:.2f} (goal < 2)"
+        )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

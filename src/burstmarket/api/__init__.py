@@ -1,0 +1,1 @@
+"""The HTTP API: litestar app factory, routes per audience (tenant, operator), auth, errors."""

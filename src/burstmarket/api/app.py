@@ -1,0 +1,97 @@
+"""The litestar app factory: store, clock, market, tick loop, routes and the feed's plug-in."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.types import ControllerRouterHandler
+
+from burstmarket import __version__
+from burstmarket.api import operator, tenant
+from burstmarket.api.errors import HANDLERS
+from burstmarket.api.services import Services
+from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
+from burstmarket.events import TickCommitted
+from burstmarket.market.operator import Operator
+from burstmarket.market.service import Market
+from burstmarket.market.tenant import Tenant
+from burstmarket.scheduler import TickScheduler
+from burstmarket.settings import Settings
+from burstmarket.store import Database
+
+
+class Feed(Protocol):
+    """What the market-data package plugs in (burstmarket.feed.build_feed(db, settings))."""
+
+    route_handlers: list[ControllerRouterHandler]
+
+    def on_tick(self, event: TickCommitted) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def _build_feed(db: Database, settings: Settings) -> Feed | None:
+    """The one place the feed plugs in; absent until burstmarket.feed exists."""
+    if importlib.util.find_spec("burstmarket.feed") is None:
+        return None
+    build = getattr(importlib.import_module("burstmarket.feed"), "build_feed", None)
+    return None if build is None else build(db, settings)
+
+
+def _clock(settings: Settings) -> Clock:
+    if settings.clock == "real":
+        return SystemClock()
+    start = settings.clock_start
+    start_ns = from_datetime(start) if start is not None else time.time_ns()
+    # market times are whole milliseconds
+    return ManualClock(start_ns - start_ns % NS_PER_MS)
+
+
+def create_app(settings: Settings) -> Litestar:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.database_path)
+    clock = _clock(settings)
+    market = Market(db, clock, settings)
+    services = Services(settings, clock, market, Tenant(market), Operator(market))
+    feed = _build_feed(db, settings)
+    if feed is not None:
+        market.listeners.append(feed.on_tick)
+    scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        if feed is not None:
+            await feed.start()
+        if scheduler is not None:
+            scheduler.start()
+        try:
+            yield
+        finally:
+            if scheduler is not None:
+                scheduler.stop()
+            if feed is not None:
+                await feed.stop()
+            db.close()
+
+    handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
+    if feed is not None:
+        handlers += feed.route_handlers
+    return Litestar(
+        route_handlers=handlers,
+        dependencies={"services": Provide(lambda: services, sync_to_thread=False)},
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(title="burstmarket", version=__version__, path="/schema"),
+        debug=False,
+        logging_config=None,  # server.py configures logging once for the process
+    )

@@ -1,0 +1,115 @@
+"""Request bodies: msgspec Structs decoded strictly, turned into domain values in one place.
+
+Bodies are decoded here rather than by the framework so that every malformed body (bad JSON,
+a wrong type, an unknown or missing field, a price off the grid) becomes our `invalid` refusal
+naming the field, never the framework's own error shape.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import msgspec
+
+from burstmarket.errors import Invalid
+from burstmarket.money import MoneyError, parse_amount, parse_price
+
+Number = int | float
+T = TypeVar("T")
+
+_FIELD = (
+    re.compile(r"at `\$\.([A-Za-z_][A-Za-z0-9_]*)"),
+    re.compile(r"field `([A-Za-z_][A-Za-z0-9_]*)`"),
+)
+
+
+class Body(msgspec.Struct, forbid_unknown_fields=True):
+    pass
+
+
+class Capacity(Body):
+    max_gpus: int
+    max_price_per_gpu_hour: Number | None = None
+    release: list[str] = []
+
+
+class Bid(Body):
+    limit_price_per_gpu_hour: Number
+
+
+class NewJob(Body):
+    name: str
+    nodes: int
+    priority_class: str | None = None
+    limit_price_per_gpu_hour: Number | None = None
+
+
+class JobPatch(Body):
+    limit_price_per_gpu_hour: Number | msgspec.UnsetType | None = msgspec.UNSET
+    priority_class: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class SpendLimitBody(Body):
+    usd_per_day: Number | None
+
+
+class NewAccount(Body):
+    name: str
+    balance_usd: Number = 0
+
+
+class Credit(Body):
+    amount_usd: Number
+
+
+class NewCluster(Body):
+    account: str
+    island: str
+    kind: str
+    name: str
+
+
+class IslandBody(Body):
+    gpus_per_node: int | None = None
+    nodes: int | None = None
+    reserve_price: Number | None = None
+    node_spec: Any = msgspec.UNSET
+
+
+class Ticks(Body):
+    count: int = 1
+    island: str | None = None
+
+
+def decode(raw: bytes, kind: type[T]) -> T:
+    try:
+        return msgspec.json.decode(raw or b"null", type=kind)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        for pattern in _FIELD:
+            if found := pattern.search(message):
+                raise Invalid(found.group(1), message) from None
+        raise Invalid("body", message) from None
+    except msgspec.DecodeError as exc:
+        raise Invalid("body", f"malformed JSON: {exc}") from None
+
+
+def price(field: str, value: Number) -> int:
+    """A price in USD per GPU-hour -> µUSD, refused (never rounded) off the grid or range."""
+    try:
+        return parse_price(value)
+    except MoneyError as exc:
+        raise Invalid(field, str(exc), value=value) from None
+
+
+def optional_price(field: str, value: Number | None) -> int | None:
+    return None if value is None else price(field, value)
+
+
+def amount(field: str, value: Number) -> int:
+    """A dollar amount -> µUSD (at most 6 decimals)."""
+    try:
+        return parse_amount(value)
+    except MoneyError as exc:
+        raise Invalid(field, str(exc), value=value) from None

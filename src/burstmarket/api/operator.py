@@ -1,0 +1,119 @@
+"""Operator endpoints (operator token): accounts, credit, clusters, islands, manual ticks; and
+the public island list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+import msgspec
+from litestar import Request, get, post, put
+
+from burstmarket.api.auth import require_operator
+from burstmarket.api.bodies import (
+    Credit,
+    IslandBody,
+    NewAccount,
+    NewCluster,
+    Ticks,
+    amount,
+    decode,
+    optional_price,
+)
+from burstmarket.api.services import Services
+from burstmarket.api.threads import threaded
+from burstmarket.clock import ManualClock
+from burstmarket.errors import Invalid, ManualClockOnly
+from burstmarket.events import TickCommitted
+
+AnyRequest = Request[Any, Any, Any]
+Json = dict[str, Any]
+MAX_TICKS = 100_000
+
+
+def _operator(request: AnyRequest, services: Services) -> None:
+    require_operator(request, services.market, services.settings.operator_token)
+
+
+@get("/api/islands")
+@threaded
+def get_islands(services: Services) -> list[Json]:
+    return services.operator.islands()
+
+
+@post("/api/admin/accounts", status_code=201)
+@threaded
+def post_account(request: AnyRequest, services: Services, body: bytes) -> Json:
+    _operator(request, services)
+    data = decode(body, NewAccount)
+    return services.operator.create_account(data.name, amount("balance_usd", data.balance_usd))
+
+
+@get("/api/admin/accounts/{name:str}")
+@threaded
+def get_account(request: AnyRequest, services: Services, name: str) -> Json:
+    _operator(request, services)
+    return services.operator.account(name)
+
+
+@post("/api/admin/accounts/{name:str}/credit", status_code=200)
+@threaded
+def post_credit(request: AnyRequest, services: Services, name: str, body: bytes) -> Json:
+    _operator(request, services)
+    data = decode(body, Credit)
+    return services.operator.credit(name, amount("amount_usd", data.amount_usd))
+
+
+@post("/api/admin/clusters", status_code=201)
+@threaded
+def post_cluster(request: AnyRequest, services: Services, body: bytes) -> Json:
+    _operator(request, services)
+    data = decode(body, NewCluster)
+    return services.operator.create_cluster(data.account, data.island, data.kind, data.name)
+
+
+@put("/api/admin/islands/{island_id:str}")
+@threaded
+def put_island(request: AnyRequest, services: Services, island_id: str, body: bytes) -> Json:
+    _operator(request, services)
+    data = decode(body, IslandBody)
+    set_spec = data.node_spec is not msgspec.UNSET
+    return services.operator.put_island(
+        island_id,
+        data.gpus_per_node,
+        data.nodes,
+        optional_price("reserve_price", data.reserve_price),
+        data.node_spec if set_spec else None,
+        set_spec,
+    )
+
+
+@post("/api/admin/ticks", status_code=200)
+async def post_ticks(request: AnyRequest, services: Services, body: bytes) -> Json:
+    """Run `count` ticks back to back, each advancing the manual clock by one interval."""
+    await anyio.to_thread.run_sync(_operator, request, services)
+    clock = services.clock
+    if not isinstance(clock, ManualClock):
+        raise ManualClockOnly(
+            "ticks run on the real clock's schedule; POST /api/admin/ticks needs --clock manual"
+        )
+    data = decode(body, Ticks)
+    if not 1 <= data.count <= MAX_TICKS:
+        raise Invalid("count", f"must be between 1 and {MAX_TICKS}", count=data.count)
+    market = services.market
+    islands = await anyio.to_thread.run_sync(market.island_ids)
+    if data.island is not None and data.island not in islands:
+        raise Invalid("island", "no such island", island=data.island)
+    last: dict[str, TickCommitted] = {}
+    async with services.tick_lock:
+        for _ in range(data.count):
+            now = clock.advance(market.interval_ns)
+            for island in islands:
+                event = await anyio.to_thread.run_sync(market.tick, island, now)
+                market.publish(event)
+                last[island] = event
+    shown = data.island or islands[0]
+    return {**last[shown].stats, "islands": [last[i].stats for i in islands]}
+
+
+ROUTES = [get_islands, post_account, get_account, post_credit, post_cluster, put_island, post_ticks]

@@ -1,0 +1,23 @@
+"""What the route handlers are given (by dependency injection): the market and its faces."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from burstmarket.clock import Clock
+from burstmarket.market.operator import Operator
+from burstmarket.market.service import Market
+from burstmarket.market.tenant import Tenant
+from burstmarket.settings import Settings
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    clock: Clock
+    market: Market
+    tenant: Tenant
+    operator: Operator
+    tick_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Serializes manual ticks: each request's ticks run back to back."""

@@ -1,0 +1,195 @@
+"""Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, spend limit, billing.
+
+Handlers are sync and run in a worker thread: every one of them touches DuckDB.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, delete, get, patch, post, put
+from litestar.params import Parameter
+
+from burstmarket.api.auth import cluster_of
+from burstmarket.api.bodies import (
+    Bid,
+    Capacity,
+    JobPatch,
+    NewJob,
+    SpendLimitBody,
+    amount,
+    decode,
+    optional_price,
+    price,
+)
+from burstmarket.api.services import Services
+from burstmarket.api.threads import threaded
+from burstmarket.clock import from_datetime
+from burstmarket.errors import Invalid
+from burstmarket.market.tenant import GRANULARITIES
+
+AnyRequest = Request[Any, Any, Any]
+Json = dict[str, Any]
+
+
+def _me(request: AnyRequest, services: Services) -> str:
+    return cluster_of(request, services.market, services.settings.operator_token)
+
+
+@get("/api/vm/capacity")
+@threaded
+def get_capacity(request: AnyRequest, services: Services) -> Json:
+    return services.tenant.vm_capacity(_me(request, services))
+
+
+@put("/api/vm/capacity")
+@threaded
+def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
+    me = _me(request, services)
+    data = decode(body, Capacity)
+    return services.tenant.declare_vm(
+        me,
+        data.max_gpus,
+        optional_price("max_price_per_gpu_hour", data.max_price_per_gpu_hour),
+        data.release,
+    )
+
+
+@get("/api/k8s/bid")
+@threaded
+def get_bid(request: AnyRequest, services: Services) -> Json:
+    return services.tenant.k8s_bid(_me(request, services))
+
+
+@put("/api/k8s/bid")
+@threaded
+def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
+    me = _me(request, services)
+    data = decode(body, Bid)
+    return services.tenant.set_k8s_bid(
+        me, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
+    )
+
+
+@post("/api/k8s/jobs", status_code=201)
+@threaded
+def post_job(request: AnyRequest, services: Services, body: bytes) -> Json:
+    me = _me(request, services)
+    data = decode(body, NewJob)
+    return services.tenant.create_job(
+        me,
+        data.name,
+        data.nodes,
+        data.priority_class,
+        optional_price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour),
+    )
+
+
+@get("/api/k8s/jobs")
+@threaded
+def get_jobs(request: AnyRequest, services: Services) -> list[Json]:
+    return services.tenant.jobs(_me(request, services))
+
+
+@get("/api/k8s/jobs/{job:str}")
+@threaded
+def get_job(request: AnyRequest, services: Services, job: str) -> Json:
+    return services.tenant.job(_me(request, services), job)
+
+
+@patch("/api/k8s/jobs/{job:str}")
+@threaded
+def patch_job(request: AnyRequest, services: Services, job: str, body: bytes) -> Json:
+    me = _me(request, services)
+    data = decode(body, JobPatch)
+    new_price = data.limit_price_per_gpu_hour
+    new_class = data.priority_class
+    return services.tenant.patch_job(
+        me,
+        job,
+        None
+        if new_price is msgspec.UNSET
+        else optional_price("limit_price_per_gpu_hour", new_price),
+        new_price is not msgspec.UNSET,
+        None if new_class is msgspec.UNSET else new_class,
+        new_class is not msgspec.UNSET,
+    )
+
+
+@delete("/api/k8s/jobs/{job:str}", status_code=200)
+@threaded
+def delete_job(request: AnyRequest, services: Services, job: str) -> Json:
+    return services.tenant.finish_job(_me(request, services), job)
+
+
+@get("/api/spend-limit")
+@threaded
+def get_spend_limit(request: AnyRequest, services: Services) -> Json:
+    return services.tenant.spend_limit(_me(request, services))
+
+
+@put("/api/spend-limit")
+@threaded
+def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Json:
+    me = _me(request, services)
+    data = decode(body, SpendLimitBody)
+    limit = None if data.usd_per_day is None else amount("usd_per_day", data.usd_per_day)
+    return services.tenant.set_spend_limit(me, limit)
+
+
+def _time(field: str, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise Invalid(field, "must be an RFC 3339 time", value=value) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return from_datetime(parsed)
+
+
+@get("/api/billing")
+@threaded
+def get_billing(
+    request: AnyRequest,
+    services: Services,
+    start: str | None = None,
+    end: str | None = None,
+    granularity: str = "1h",
+    output: str = Parameter(query="format", default="json"),
+) -> Response[Any]:
+    me = _me(request, services)
+    if granularity not in GRANULARITIES:
+        raise Invalid("granularity", "must be 5m, 1h or 1d", value=granularity)
+    if output not in ("json", "csv"):
+        raise Invalid("format", "must be json or csv", value=output)
+    rows = services.tenant.billing(me, _time("start", start), _time("end", end), granularity)
+    if output == "json":
+        return Response(rows)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["start", "end", "gpu_hours", "amount_usd", "kind"])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row[k] for k in writer.fieldnames})
+    return Response(buffer.getvalue(), media_type="text/csv")
+
+
+ROUTES = [
+    get_capacity,
+    put_capacity,
+    get_bid,
+    put_bid,
+    post_job,
+    get_jobs,
+    get_job,
+    patch_job,
+    delete_job,
+    get_spend_limit,
+    put_spend_limit,
+    get_billing,
+]

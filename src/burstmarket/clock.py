@@ -1,0 +1,70 @@
+"""Market time as integer nanoseconds since the epoch (UTC), injected so tests can drive it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+NS_PER_HOUR = 3600 * NS_PER_S
+
+
+class Clock(Protocol):
+    manual: bool
+
+    def now_ns(self) -> int: ...
+
+
+class SystemClock:
+    """The wall clock; ticks come from the scheduler."""
+
+    manual = False
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+
+class ManualClock:
+    """A clock that moves only when told to: `POST /api/admin/ticks` advances it by one interval
+    per tick, so windows and holds lapse deterministically in tests."""
+
+    manual = True
+
+    def __init__(self, start_ns: int) -> None:
+        self._now = start_ns
+        self._lock = threading.Lock()
+
+    def now_ns(self) -> int:
+        with self._lock:
+            return self._now
+
+    def advance(self, ns: int) -> int:
+        with self._lock:
+            self._now += ns
+            return self._now
+
+    def set_at_least(self, ns: int) -> None:
+        with self._lock:
+            self._now = max(self._now, ns)
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_datetime(ns: int) -> datetime:
+    """Aware UTC datetime (µs precision: market times are whole milliseconds)."""
+    return EPOCH + timedelta(microseconds=ns // 1000)
+
+
+def from_datetime(value: datetime) -> int:
+    delta = value - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1000
+
+
+def rfc3339(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    return to_datetime(ns).isoformat().replace("+00:00", "Z")

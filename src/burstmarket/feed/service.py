@@ -1,0 +1,345 @@
+"""The market-data service: websocket feed, REST endpoints, AsyncAPI document, history exporter.
+
+The store's tick calls `on_tick` on the event loop after each commit. The live row of every feed
+that names a TickCommitted attribute is published at once (encoded once, fanned out without
+awaiting anyone); feeds without one are read back from the store by one worker, in tick order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import msgspec
+from litestar import Request, Response, WebSocket, get, websocket
+from litestar.handlers import BaseRouteHandler
+
+from burstmarket.errors import Invalid, MarketError, NotFound
+from burstmarket.events import TickCommitted
+from burstmarket.feed import series
+from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document
+from burstmarket.feed.catalog import FeedSpec, load_catalog
+from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
+from burstmarket.feed.messages import Row, SendEvent, error_event, rfc3339, send_event
+from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame
+from burstmarket.feed.reader import FeedReader
+from burstmarket.history import HistoryExporter
+from burstmarket.history.layout import WINDOW, floor_time
+from burstmarket.history.store import Database
+
+log = logging.getLogger(__name__)
+
+_ALL_TICKS = 2**62
+_JSON = "application/json"
+
+
+class FeedSettings(Protocol):
+    """What the feed reads from the service's Settings."""
+
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def tick_seconds(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FeedOptions:
+    backlog: int = 256
+    """Live messages a subscriber may have queued before it is closed as a slow consumer."""
+    heartbeat_seconds: float = HEARTBEAT_SECONDS
+    """Silence on a connection after which it gets a heartbeat."""
+    close_timeout: float = 5.0
+    """How long the 4008 close may wait for a full socket before the connection is dropped."""
+    ws_path: str = "/ws/market"
+    asyncapi_path: str = "/schema/asyncapi.json"
+    """Beside litestar's default OpenAPI document (`/schema/openapi.json`)."""
+
+
+class Feed:
+    def __init__(self, db: Database, settings: FeedSettings, options: FeedOptions) -> None:
+        self.options = options
+        self.specs = load_catalog()
+        self._settings = settings
+        self._store = FeedReader(db)
+        self._hub = Hub()
+        self._islands: dict[str, tuple[int, datetime]] = {}
+        """Every island that has ticked: its latest tick and that tick's time."""
+        self._history = HistoryExporter(db, settings.data_dir / "history")
+        self._history_due: dict[str, datetime] = {}
+        self._history_kick = asyncio.Event()
+        self._sql_ticks: asyncio.Queue[tuple[FeedSpec, str, int]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._asyncapi = msgspec.json.encode(document(self.specs, options.ws_path))
+        self.route_handlers: list[BaseRouteHandler] = [
+            *(self._latest_handler(spec) for spec in self.specs),
+            self._series_handler(),
+            self._asyncapi_handler(),
+            self._socket_handler(),
+        ]
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for island, tick, time in await asyncio.to_thread(self._store.query, "feed_islands", {}):
+            self._note(island, tick, time)
+        self._tasks = [
+            asyncio.create_task(self._heartbeats(), name="feed-heartbeats"),
+            asyncio.create_task(self._sql_feeds(), name="feed-sql"),
+            asyncio.create_task(self._export_history(), name="feed-history"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop the background tasks; an export in progress finishes its current run first."""
+        self._stopping = True
+        self._history_kick.set()
+        for task in self._tasks[:2]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def on_tick(self, event: TickCommitted) -> None:
+        """Called on the event loop after a tick commits; never blocks, never awaits."""
+        self._note(event.island, event.tick, event.time)
+        for spec in self.specs:
+            if spec.event is None:
+                self._sql_ticks.put_nowait((spec, event.island, event.tick))
+                continue
+            source = getattr(event, spec.event)
+            data = {field: source[field] for field in spec.fields}
+            self._hub.publish(
+                Row(spec.channel_for(event.island), event.island, event.tick, event.time, data)
+            )
+        due = self._history_due.get(event.island)
+        if due is None or event.time >= due:
+            self._history_due[event.island] = floor_time(event.time, WINDOW) + WINDOW
+            self._history_kick.set()
+
+    def _note(self, island: str, tick: int, time: datetime) -> None:
+        known = self._islands.get(island)
+        if known is None or tick > known[0]:
+            self._islands[island] = (tick, time)
+
+    async def _sql_feeds(self) -> None:
+        """Feeds without a TickCommitted attribute: read each committed tick back, in order."""
+        while True:
+            spec, island, tick = await self._sql_ticks.get()
+            for row in await asyncio.to_thread(self._store.rows, spec, island, tick, tick):
+                self._hub.publish(row)
+
+    async def _heartbeats(self) -> None:
+        loop = asyncio.get_running_loop()
+        quiet = self.options.heartbeat_seconds
+        while True:
+            await asyncio.sleep(quiet / 5)
+            now = loop.time()
+            beat = None
+            for subscriber in list(self._hub.connections):
+                idle = subscriber.idle_since
+                if idle is not None and now - idle >= quiet:
+                    beat = beat or send_event({
+                        "type": "heartbeat", "time": rfc3339(datetime.now(UTC)),
+                        "ticks": {island: tick for island, (tick, _) in self._islands.items()},
+                    })
+                    subscriber.offer(beat)
+
+    async def _export_history(self) -> None:
+        while not self._stopping:
+            try:
+                await asyncio.to_thread(self._history.run)
+            except Exception:
+                # Disk full, a bad file...: the tick goes on; the next window retries.
+                log.exception("history: export failed")
+            await self._history_kick.wait()
+            self._history_kick.clear()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _island(self, island: str | None) -> tuple[int, datetime]:
+        if not island:
+            raise Invalid("island", "is required")
+        known = self._islands.get(island)
+        if known is None:
+            raise NotFound(f"no island {island!r} has ticked", island=island)
+        return known
+
+    async def latest(self, spec: FeedSpec, island: str) -> Row:
+        """The newest row of a feed for one island: from memory, else from the store once."""
+        tick, _ = self._island(island)
+        row = self._hub.latest.get(spec.channel_for(island))
+        if row is not None:
+            return row
+        rows = await asyncio.to_thread(self._store.rows, spec, island, tick, tick)
+        if not rows:
+            raise NotFound(f"no {spec.name} for island {island!r} yet", island=island)
+        return self._hub.remember(rows[0])
+
+    def _resolve(self, channel: str) -> tuple[FeedSpec, str]:
+        for spec in self.specs:
+            island = spec.island_of(channel)
+            if island is not None:
+                self._island(island)
+                return spec, island
+        names = ", ".join(spec.channel for spec in self.specs)
+        raise Invalid("channels", f"unknown channel {channel!r}; channels are {names}",
+                      channel=channel)
+
+    # -- websocket -----------------------------------------------------------------------------
+
+    async def serve(self, socket: WebSocket[Any, Any, Any]) -> None:
+        await socket.accept()
+        # The raw ASGI send: the same prebuilt event dict goes to every subscriber.
+        send = cast(Callable[[SendEvent], Awaitable[None]], socket.send)
+        subscriber = Subscriber(send, self.options.backlog)
+        self._hub.attach(subscriber)
+        reader = asyncio.create_task(self._read(socket, subscriber))
+        writer = asyncio.create_task(subscriber.run())
+        try:
+            await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._hub.detach(subscriber)
+            reader.cancel()
+            writer.cancel()
+            await asyncio.gather(reader, writer, return_exceptions=True)
+        if subscriber.close_code == SLOW_CONSUMER:
+            log.info("feed: closing a slow consumer %s", socket.client)
+            # Gone or stuck past the timeout: returning drops the connection, which is all
+            # that is left to do.
+            with contextlib.suppress(TimeoutError, OSError, RuntimeError):
+                await asyncio.wait_for(socket.close(SLOW_CONSUMER, "slow-consumer"),
+                                       self.options.close_timeout)
+
+    async def _read(self, socket: WebSocket[Any, Any, Any], subscriber: Subscriber) -> None:
+        while True:
+            message = await socket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = cast(dict[str, Any], message)
+            try:
+                frame = parse_frame(data.get("text") or data.get("bytes") or b"")
+                await self._handle(subscriber, frame)
+            except MarketError as error:
+                log.warning(error.log_line())
+                subscriber.offer(error_event(error), granted=True)
+
+    async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
+        if isinstance(frame, Ping):
+            subscriber.offer(send_event({"type": "pong", "time": rfc3339(datetime.now(UTC))}))
+        elif isinstance(frame, Subscribe):
+            await self._subscribe(subscriber, frame)
+        else:
+            channels = list(dict.fromkeys(frame.channels))
+            for channel in channels:
+                self._hub.leave(subscriber, channel)
+            subscriber.offer(send_event({"type": "unsubscribed", "channels": channels}))
+
+    async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
+        """All channels or none: every channel and `from_tick` is checked before joining."""
+        channels = list(dict.fromkeys(frame.channels))
+        targets = [(channel, *self._resolve(channel)) for channel in channels]
+        for _, spec, island in targets:
+            latest = await self.latest(spec, island)
+            if frame.from_tick is not None:
+                await self._check_from_tick(spec, island, latest, frame.from_tick)
+        for channel, _, _ in targets:
+            self._hub.leave(subscriber, channel)
+            self._hub.join(subscriber, channel)
+        subscriber.offer(send_event({"type": "subscribed", "channels": channels}), granted=True)
+        for channel, spec, island in targets:
+            replay: list[Row] = []
+            if frame.from_tick is not None:
+                replay = await asyncio.to_thread(
+                    self._store.rows, spec, island, frame.from_tick, _ALL_TICKS)
+            if channel in subscriber.joining:
+                subscriber.go_live(self._hub.latest[channel], replay)
+
+    async def _check_from_tick(self, spec: FeedSpec, island: str, latest: Row, tick: int) -> None:
+        newest, _ = self._islands[island]
+        window = timedelta(seconds=spec.replay_seconds)
+        floor = await asyncio.to_thread(self._store.replay_floor, island, latest, window)
+        if not floor <= tick <= newest + 1:
+            raise Invalid(
+                "from_tick",
+                f"must be between {floor} (replay window of {spec.replay_seconds} s) and "
+                f"{newest + 1}; resubscribe without from_tick for a fresh snapshot",
+                island=island, earliest_tick=floor, next_tick=newest + 1,
+            )
+
+    # -- route handlers ------------------------------------------------------------------------
+
+    def _latest_handler(self, spec: FeedSpec) -> BaseRouteHandler:
+        trim = spec.trim
+
+        async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
+            params = request.query_params
+            island = params.get("island")
+            cut = None
+            if trim is not None and trim.param in params:
+                cut = (trim.field, _count(trim.param, params[trim.param]))
+            row = await self.latest(spec, island or "")
+            return Response(row.body(cut), media_type=_JSON)
+
+        params = "`island` (required)" + (f", `{trim.param}`" if trim else "")
+        return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
+                   description=f"{spec.description} Query: {params}.")(handler)
+
+    def _series_handler(self) -> BaseRouteHandler:
+        history = self._settings.data_dir / "history"
+        tick_seconds = self._settings.tick_seconds
+
+        async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
+            params = dict(request.query_params)
+            island = params.get("island")
+            _, latest = self._island(island)
+            query = series.SeriesQuery.parse(params, island or "", latest)
+
+            def run() -> bytes:
+                table = series.candles(self._store, history, query, tick_seconds)
+                return series.render(table, query.format)
+
+            body = await asyncio.to_thread(run)
+            return Response(body, media_type=series.FORMATS[query.format])
+
+        return get("/api/market/series", name="market-series", summary="Candles",
+                   description="Candles of the per-tick vwap. Query: `island`, "
+                   "`interval` (1m|5m|1h|1d), `start`, `end`, `limit`, `format` "
+                   "(json|csv|arrow).")(handler)
+
+    def _asyncapi_handler(self) -> BaseRouteHandler:
+        body = self._asyncapi
+
+        async def handler() -> Response[bytes]:
+            return Response(body, media_type=_JSON)
+
+        return get(self.options.asyncapi_path, name="asyncapi", summary="AsyncAPI document",
+                   include_in_schema=False)(handler)
+
+    def _socket_handler(self) -> BaseRouteHandler:
+        async def handler(socket: WebSocket[Any, Any, Any]) -> None:
+            await self.serve(socket)
+
+        return websocket(self.options.ws_path, name="market-feed")(handler)
+
+
+def _count(name: str, raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise Invalid(name, "must be an integer", value=raw) from None
+    if value < 0:
+        raise Invalid(name, "must not be negative", value=value)
+    return value
+
+
+def build_feed(db: Database, settings: FeedSettings, options: FeedOptions | None = None) -> Feed:
+    """The market-data layer for `create_app`: mount `route_handlers`, call `on_tick` after each
+    commit, and `start()` / `stop()` it in the app's lifespan."""
+    return Feed(db, settings, options or FeedOptions())

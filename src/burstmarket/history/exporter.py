@@ -1,0 +1,148 @@
+"""Writes the market-data tables to Parquet for every closed 5 minutes, and compacts the parts.
+
+Export: for each island, every window of market time that has closed (a later tick exists) and
+is not yet in the history is written per table, `ticks` last, each file under a temporary name
+and then renamed, so no reader ever sees half a file. The `ticks` parts are the record of what is
+exported: after a crash, parts of the other tables past that point are leftovers and are removed
+before the window is written again.
+
+Compaction keeps a year to a handful of files: the parts of a closed UTC day merge into one file,
+and the parts of a closed month into one file, sorted by time. The merged month directory is
+built beside the tree (hard links for the untouched parts) and swapped in with one atomic
+`renameat2(RENAME_EXCHANGE)`, so a reader sees either the old parts or the new ones, never both
+and never neither. The replaced parts are deleted a grace period later, so a query that listed
+them just before the swap can still open them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from burstmarket.history.layout import (
+    TABLES,
+    WINDOW,
+    Part,
+    day_end,
+    exported_through,
+    floor_time,
+    month_dir,
+    month_end,
+    month_start,
+    part_name,
+    parts,
+)
+from burstmarket.history.store import Database, StoreReader
+
+log = logging.getLogger(__name__)
+
+GRACE_SECONDS = 120.0
+"""How long replaced parts stay on disk after a compaction swap (for queries already planned)."""
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two directories atomically (Linux `renameat2`, RENAME_EXCHANGE)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(_AT_FDCWD, bytes(a), _AT_FDCWD, bytes(b), _RENAME_EXCHANGE) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno), str(a), None, str(b))
+
+
+class HistoryExporter:
+    def __init__(self, db: Database, root: Path) -> None:
+        self._store = StoreReader(db)
+        self.root = root
+        # Beside the history tree, never under it: `history/**/*.parquet` must not see it.
+        self._work = root.with_name(root.name + ".work")
+
+    def run(self) -> None:
+        """Export every closed window of every island, then compact. Blocking; idempotent."""
+        # A compaction cut short leaves only unswapped copies here: never data a reader sees.
+        shutil.rmtree(self._work / "stage", ignore_errors=True)
+        for island, first, last in self._store.query("history_islands", {}):
+            until = floor_time(last, WINDOW)
+            done = exported_through(self.root, island) or floor_time(first, WINDOW)
+            self._drop_leftovers(island, done)
+            start = done
+            while start < until:
+                end = min(until, day_end(start))
+                self._export(island, start, end)
+                start = end
+            self._compact(island, max(done, until))
+        self._empty_trash(GRACE_SECONDS)
+
+    def _export(self, island: str, start: datetime, end: datetime) -> None:
+        for table in TABLES:
+            folder = month_dir(self.root, table, island, start)
+            folder.mkdir(parents=True, exist_ok=True)
+            final = folder / part_name(start, end)
+            temp = final.with_suffix(".tmp")
+            params = {"island": island, "start": start, "end": end, "path": str(temp)}
+            self._store.query(f"history_{table}", params)
+            os.replace(temp, final)
+        log.info("history: exported island=%s %s..%s", island, start, end)
+
+    def _drop_leftovers(self, island: str, done: datetime) -> None:
+        """Parts written past the last complete window (a crash mid-export) are rewritten."""
+        for table in TABLES[:-1]:
+            for part in parts(self.root, table, island):
+                if part.start >= done:
+                    part.path.unlink()
+
+    def _compact(self, island: str, through: datetime) -> None:
+        for table in TABLES:
+            months: dict[Path, list[Part]] = {}
+            for part in parts(self.root, table, island):
+                months.setdefault(part.path.parent, []).append(part)
+            for folder, found in months.items():
+                groups = self._merges(found, month_start(found[0].start), through)
+                if groups:
+                    self._swap_in(folder, groups)
+
+    @staticmethod
+    def _merges(found: list[Part], first: datetime, through: datetime) -> list[list[Part]]:
+        """The groups of parts to merge: the whole month once closed, else each closed day."""
+        if month_end(first) <= through:
+            return [found] if len(found) > 1 else []
+        days: dict[datetime, list[Part]] = {}
+        for part in found:
+            if day_end(part.start) <= through:
+                days.setdefault(day_end(part.start), []).append(part)
+        return [group for group in days.values() if len(group) > 1]
+
+    def _swap_in(self, folder: Path, groups: list[list[Part]]) -> None:
+        merged = {part.path.name for group in groups for part in group}
+        stage = self._work / "stage" / uuid.uuid4().hex
+        fresh = stage / folder.name
+        fresh.mkdir(parents=True)
+        for path in folder.iterdir():
+            if path.name not in merged and Part.parse(path) is not None:
+                os.link(path, fresh / path.name)
+        for group in groups:
+            name = part_name(min(p.start for p in group), max(p.end for p in group))
+            params = {"files": [str(p.path) for p in group], "path": str(fresh / name)}
+            self._store.query("history_compact", params)
+        exchange(fresh, folder)
+        # `fresh` now holds the replaced parts: keep them a while for queries in flight.
+        trash = self._work / "trash"
+        trash.mkdir(parents=True, exist_ok=True)
+        os.replace(stage, trash / f"{time.time_ns()}-{stage.name}")
+        log.info("history: compacted %d parts into %d in %s", len(merged), len(groups), folder)
+
+    def _empty_trash(self, grace: float) -> None:
+        trash = self._work / "trash"
+        stale = (time.time() - grace) * 1e9
+        entries: Iterable[Path] = trash.iterdir() if trash.is_dir() else ()
+        for entry in entries:
+            if int(entry.name.split("-", 1)[0]) <= stale:
+                shutil.rmtree(entry, ignore_errors=True)

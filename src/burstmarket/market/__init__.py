@@ -1,0 +1,1 @@
+"""The market's state transitions: declarations, jobs, windows, holds, the spend guard, ticks."""

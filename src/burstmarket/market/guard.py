@@ -1,0 +1,65 @@
+"""The spend guard's arithmetic: worst cases, outstanding commitments, what is left of a limit.
+
+A commitment is the worst case of a grant (locked price × GPUs × the longer of its window and
+its minimum hold), and then of each further hour kept. What is still outstanding of it at time
+t is the worst case of the rest of its span, so spent + outstanding never undercounts the bill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from burstmarket.market.ledger import amount
+from burstmarket.market.model import (
+    K8S_HOLD_NS,
+    K8S_WINDOW_NS,
+    SPEND_WINDOW_NS,
+    VM_WINDOW_NS,
+    Node,
+)
+from burstmarket.money import LEDGER_UNITS_PER_MICRO
+
+
+def grant_span(kind: str) -> int:
+    """What a fresh grant commits: the longer of its protection window and its minimum hold."""
+    return VM_WINDOW_NS if kind == "vm" else max(K8S_WINDOW_NS, K8S_HOLD_NS)
+
+
+def worst_case(price: int, gpus: int, span_ns: int) -> int:
+    return amount(price, gpus, span_ns)
+
+
+def outstanding(nodes: Iterable[Node], gpus_per_node: int, now: int) -> int:
+    """Ledger units still committed by held nodes at `now`."""
+    total = 0
+    for n in nodes:
+        if n.commit_price is not None and n.commit_ends_at is not None and n.commit_ends_at > now:
+            total += amount(n.commit_price, gpus_per_node, n.commit_ends_at - now)
+    return total
+
+
+def window_open(start: int | None, now: int) -> bool:
+    return start is not None and now < start + SPEND_WINDOW_NS
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """One cluster's rolling-24 h spend limit at an instant, in ledger units."""
+
+    limit: int | None
+    spent: int
+    committed: int
+
+    @classmethod
+    def of(cls, limit_micros: int | None, spent: int, committed: int) -> Budget:
+        limit = None if limit_micros is None else limit_micros * LEDGER_UNITS_PER_MICRO
+        return cls(limit, spent, committed)
+
+    @property
+    def left(self) -> int | None:
+        return None if self.limit is None else self.limit - self.spent - self.committed
+
+    def fits(self, units: int) -> bool:
+        left = self.left
+        return left is None or units <= left

@@ -1,0 +1,107 @@
+"""The market's state as plain rows (read from the store as Arrow) and its fixed durations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Self
+
+from burstmarket.clock import NS_PER_HOUR, NS_PER_S
+
+VM_WINDOW_NS = NS_PER_HOUR
+K8S_WINDOW_NS = 2 * NS_PER_HOUR
+K8S_HOLD_NS = NS_PER_HOUR
+"""Kubernetes nodes bill at least one hour from the grant..."""
+K8S_INCREMENT_NS = 300 * NS_PER_S
+"""...and after it in whole 5-minute increments."""
+IDLE_GRACE_NS = 300 * NS_PER_S
+SPEND_WINDOW_NS = 24 * NS_PER_HOUR
+RENEWAL_NS = NS_PER_HOUR
+"""A node kept past its commitment commits one more hour's worst case at a time."""
+
+# pending reasons a cluster's reads show (also the refusal codes)
+SPEND_LIMIT = "spend-limit"
+BILLING_HOLD = "billing-hold"
+
+
+class Row:
+    """A dataclass read from a store row by field name."""
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+
+
+@dataclass(slots=True)
+class Island(Row):
+    id: str
+    gpus_per_node: int
+    nodes: int
+    reserve_price: int
+    node_spec: str | None
+
+
+@dataclass(slots=True)
+class Cluster(Row):
+    id: str
+    account: str
+    island: str
+    kind: str
+    max_gpus: int
+    max_price: int | None
+    demand_since: int
+    limit_price: int | None
+    spend_limit: int | None
+    spend_window_start: int | None
+    pending_reason: str | None
+
+
+@dataclass(slots=True)
+class Node(Row):
+    island: str
+    id: str
+    idx: int
+    cluster: str | None
+    job: str | None
+    granted_at: int | None
+    window_ends_at: int | None
+    hold_until: int | None
+    idle_since: int | None
+    locked_price: int | None
+    commit_price: int | None
+    commit_ends_at: int | None
+
+    def window_open(self, now: int) -> bool:
+        return self.window_ends_at is not None and self.window_ends_at > now
+
+    def free(self) -> None:
+        self.cluster = self.job = None
+        self.granted_at = self.window_ends_at = self.hold_until = self.idle_since = None
+        self.locked_price = self.commit_price = self.commit_ends_at = None
+
+
+@dataclass(slots=True)
+class Job(Row):
+    cluster: str
+    name: str
+    nodes: int
+    priority_class: str | None
+    limit_price: int | None
+    state: str
+    created_at: int
+    provisioned_at: int | None
+    gang_price: int | None
+    finished_at: int | None
+    bid_too_low: bool
+
+    def price(self, cluster: Cluster) -> int | None:
+        """The job's own limit price, else the cluster's (None bids nothing)."""
+        return self.limit_price if self.limit_price is not None else cluster.limit_price
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    cluster: str
+    job: str
+    at: int
+    type: str
+    detail: str

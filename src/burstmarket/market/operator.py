@@ -1,0 +1,209 @@
+"""What the operator token may do: accounts and their credit, clusters, islands."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any
+
+from burstmarket.errors import Conflict, Invalid, NotFound
+from burstmarket.market.ledger import DEPOSIT, Entry
+from burstmarket.market.model import Island
+from burstmarket.market.service import Market, token_hash
+from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
+from burstmarket.store.rows import Cursor, fetch, fetch_one, run
+
+NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+KINDS = ("vm", "k8s")
+
+
+def _name(field: str, value: str) -> str:
+    if not NAME.match(value):
+        raise Invalid(field, "must be 1-63 lowercase letters, digits or '-'")
+    return value
+
+
+class Operator:
+    def __init__(self, market: Market) -> None:
+        self.m = market
+
+    # --- accounts -------------------------------------------------------------------------
+
+    def create_account(self, name: str, balance: int) -> dict[str, Any]:
+        _name("name", name)
+        with self.m.lock:
+            with self.m.db.write() as cur:
+                if fetch_one(cur, "account", name=name) is not None:
+                    raise Conflict(f"account {name!r} exists", account=name)
+                now = self.m.now()
+                run(cur, "insert_account", name=name, created_at=now)
+                entries = self._deposit(cur, name, balance, now)
+            self.m.balances.setdefault(name, 0)
+            self.m.after_commit(entries)
+        return self.account(name)
+
+    def credit(self, name: str, amount: int) -> dict[str, Any]:
+        """Add (or, negative, correct) credit: a new ledger row, never an edit."""
+        if amount == 0:
+            raise Invalid("amount_usd", "must not be 0")
+        with self.m.lock:
+            with self.m.db.write() as cur:
+                self._account(cur, name)
+                entries = self._deposit(cur, name, amount, self.m.now())
+            self.m.after_commit(entries)
+        return self.account(name)
+
+    def _deposit(self, cur: Cursor, name: str, micros: int, now: int) -> list[Entry]:
+        if not micros:
+            return []
+        entries = [
+            Entry(at=now, account=name, kind=DEPOSIT, units=-micros * LEDGER_UNITS_PER_MICRO)
+        ]
+        self.m.write_ledger(cur, entries)
+        return entries
+
+    def _account(self, cur: Cursor, name: str) -> None:
+        if fetch_one(cur, "account", name=name) is None:
+            raise NotFound(f"no account {name!r}", account=name)
+
+    def account(self, name: str) -> dict[str, Any]:
+        cur = self.m.db.cursor()
+        try:
+            self._account(cur, name)
+            clusters = [r["id"] for r in fetch(cur, "account_clusters", account=name)]
+        finally:
+            cur.close()
+        balance = self.m.balances.get(name, 0)
+        return {
+            "name": name,
+            "balance_usd": float(units_to_usd(balance)),
+            "billing_hold": balance <= 0,
+            "clusters": clusters,
+        }
+
+    # --- clusters -------------------------------------------------------------------------
+
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> dict[str, Any]:
+        _name("name", name)
+        if kind not in KINDS:
+            raise Invalid("kind", "must be 'vm' or 'k8s'")
+        token = secrets.token_urlsafe(32)
+        with self.m.lock, self.m.db.write() as cur:
+            self._account(cur, account)
+            self.m.island(cur, island)
+            if fetch_one(cur, "cluster", cluster=name) is not None:
+                raise Conflict(f"cluster {name!r} exists", cluster=name)
+            run(
+                cur,
+                "insert_cluster",
+                id=name,
+                account=account,
+                island=island,
+                kind=kind,
+                token_hash=token_hash(token),
+                created_at=self.m.now(),
+            )
+        # the token is shown here, once; only its hash is stored
+        return {"id": name, "token": token, "account": account, "island": island, "kind": kind}
+
+    # --- islands --------------------------------------------------------------------------
+
+    def islands(self) -> list[dict[str, Any]]:
+        cur = self.m.db.cursor()
+        try:
+            return [_island_view(Island.from_row(r)) for r in fetch(cur, "islands")]
+        finally:
+            cur.close()
+
+    def put_island(
+        self,
+        island_id: str,
+        gpus_per_node: int | None,
+        nodes: int | None,
+        reserve_price: int | None,
+        node_spec: Any,
+        set_spec: bool,
+    ) -> dict[str, Any]:
+        _name("id", island_id)
+        for field, value in (("gpus_per_node", gpus_per_node), ("nodes", nodes)):
+            if value is not None and not 1 <= value <= 100_000:
+                raise Invalid(field, "must be between 1 and 100000")
+        spec = json.dumps(node_spec) if set_spec and node_spec is not None else None
+        with self.m.lock:
+            cur = self.m.db.cursor()
+            try:
+                row = fetch_one(cur, "island", island=island_id)
+            finally:
+                cur.close()
+            if row is None:
+                if gpus_per_node is None or nodes is None or reserve_price is None:
+                    raise Invalid(
+                        "island", "a new island needs gpus_per_node, nodes and reserve_price"
+                    )
+                self.m.create_island(Island(island_id, gpus_per_node, nodes, reserve_price, spec))
+            else:
+                self._update_island(
+                    Island.from_row(row), gpus_per_node, nodes, reserve_price, spec, set_spec
+                )
+        cur = self.m.db.cursor()
+        try:
+            return _island_view(self.m.island(cur, island_id))
+        finally:
+            cur.close()
+
+    def _update_island(
+        self,
+        island: Island,
+        gpus_per_node: int | None,
+        nodes: int | None,
+        reserve_price: int | None,
+        spec: str | None,
+        set_spec: bool,
+    ) -> None:
+        with self.m.db.write() as cur:
+            busy = fetch_one(cur, "island_busy", island=island.id)
+            held, highest = (busy or {}).get("held") or 0, (busy or {}).get("highest_held")
+            if gpus_per_node is not None and gpus_per_node != island.gpus_per_node:
+                demand = fetch_one(cur, "island_demand", island=island.id)
+                if held or (demand and demand["clusters"]):
+                    raise Conflict(
+                        "gpus_per_node can change only on an island with no holdings or demand",
+                        island=island.id,
+                    )
+                island.gpus_per_node = gpus_per_node
+            if nodes is not None and nodes != island.nodes:
+                if nodes > island.nodes:
+                    self.m.add_nodes(cur, island.id, island.nodes, nodes)
+                elif highest is not None and highest >= nodes:
+                    raise Conflict(
+                        f"node index {highest} is held; the island cannot shrink below it",
+                        island=island.id,
+                        nodes=nodes,
+                    )
+                else:
+                    run(cur, "delete_nodes_from", island=island.id, idx=nodes)
+                island.nodes = nodes
+            if reserve_price is not None:
+                island.reserve_price = reserve_price
+            if set_spec:
+                island.node_spec = spec
+            run(
+                cur,
+                "update_island",
+                id=island.id,
+                gpus_per_node=island.gpus_per_node,
+                nodes=island.nodes,
+                reserve_price=island.reserve_price,
+                node_spec=island.node_spec,
+            )
+
+
+def _island_view(island: Island) -> dict[str, Any]:
+    return {
+        "id": island.id,
+        "gpus_per_node": island.gpus_per_node,
+        "nodes": island.nodes,
+        "reserve_price": usd(island.reserve_price),
+        "node_spec": None if island.node_spec is None else json.loads(island.node_spec),
+    }

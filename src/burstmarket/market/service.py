@@ -1,0 +1,415 @@
+"""The running market: state in the store, ticks, and the caches that keep the hot path short.
+
+Every state change takes `Market.lock` and one store transaction, so a tick and a tenant's
+declaration never interleave and an in-memory figure (last tick, rates, balances) changes only
+after its rows are committed. Reads need no lock: they use their own cursor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetime
+from burstmarket.errors import NotFound
+from burstmarket.events import TickCommitted
+from burstmarket.market.ledger import BALANCE, Entry
+from burstmarket.market.model import Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.tick import TickInput, TickOutput, run_tick
+from burstmarket.money import MICROS_PER_USD, micros_to_decimal, units_to_usd, usd
+from burstmarket.settings import Settings
+from burstmarket.store import Database
+from burstmarket.store import schemas as s
+from burstmarket.store.rows import Cursor, fetch, fetch_arrow, fetch_one, run, write_batch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ISLAND = Island(
+    id="ref",
+    gpus_per_node=8,
+    nodes=64,
+    reserve_price=MICROS_PER_USD,
+    node_spec=json.dumps(
+        {
+            "cpu": "240 vCPUs, AMD EPYC (Turin)",
+            "gpus": "8x AMD MI355X 288 GB OAM",
+            "memory": "3 TB RAM",
+            "storage": "8x 3.84 TB NVMe",
+            "network": "3200 Gbps scale-out, fully interconnected, on-site scalable NFS",
+        }
+    ),
+)
+
+Listener = Callable[[TickCommitted], None]
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def node_id(island: str, idx: int) -> str:
+    return f"{island}-n{idx:04d}"
+
+
+@dataclass(frozen=True, slots=True)
+class LastTick:
+    tick: int
+    time: int
+
+
+class Market:
+    def __init__(self, db: Database, clock: Clock, settings: Settings) -> None:
+        self.db = db
+        self.clock = clock
+        self.interval_ns = settings.tick_ms * NS_PER_MS
+        self.lock = threading.RLock()
+        self.listeners: list[Listener] = []
+        self.last: dict[str, LastTick] = {}
+        self.rates: dict[str, dict[str, int]] = {}
+        self.balances: dict[str, int] = {}
+        self._tokens: dict[str, str] = {}
+        self._load()
+
+    # --- start ----------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        with self.lock:
+            cur = self.db.cursor()
+            try:
+                if not fetch(cur, "islands"):
+                    self.create_island(DEFAULT_ISLAND)
+                for row in fetch(cur, "last_ticks"):
+                    self.last[row["island"]] = LastTick(row["tick"], int(row["time_us"]) * 1000)
+                for row in fetch(cur, "last_rates"):
+                    self.rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
+                self._load_balances(cur)
+            finally:
+                cur.close()
+            if isinstance(self.clock, ManualClock) and self.last:
+                # market time never runs backwards across a restart
+                self.clock.set_at_least(max(t.time for t in self.last.values()))
+
+    def _load_balances(self, cur: Cursor) -> None:
+        self.balances = {row["account"]: int(row["units"]) for row in fetch(cur, "balances")}
+
+    def create_island(self, island: Island) -> None:
+        with self.lock, self.db.write() as cur:
+            run(
+                cur,
+                "insert_island",
+                id=island.id,
+                gpus_per_node=island.gpus_per_node,
+                nodes=island.nodes,
+                reserve_price=island.reserve_price,
+                node_spec=island.node_spec,
+                created_at=self.clock.now_ns(),
+            )
+            self.add_nodes(cur, island.id, 0, island.nodes)
+
+    def add_nodes(self, cur: Cursor, island: str, start: int, stop: int) -> None:
+        rows = [{"island": island, "id": node_id(island, i), "idx": i} for i in range(start, stop)]
+        write_batch(cur, "insert_nodes", s.NODES, rows)
+
+    # --- reads shared by the API ----------------------------------------------------------
+
+    def island(self, cur: Cursor, island_id: str) -> Island:
+        row = fetch_one(cur, "island", island=island_id)
+        if row is None:
+            raise NotFound(f"no island {island_id!r}", island=island_id)
+        return Island.from_row(row)
+
+    def cluster(self, cur: Cursor, cluster_id: str) -> Cluster:
+        row = fetch_one(cur, "cluster", cluster=cluster_id)
+        if row is None:
+            raise NotFound(f"no cluster {cluster_id!r}", cluster=cluster_id)
+        return Cluster.from_row(row)
+
+    def cluster_nodes(self, cur: Cursor, cluster_id: str) -> list[Node]:
+        return [Node.from_row(r) for r in fetch(cur, "cluster_nodes", cluster=cluster_id)]
+
+    def cluster_for_token(self, token: str) -> str | None:
+        digest = token_hash(token)
+        found = self._tokens.get(digest)
+        if found is None:
+            cur = self.db.cursor()
+            try:
+                row = fetch_one(cur, "cluster_by_token", token_hash=digest)
+            finally:
+                cur.close()
+            if row is None:
+                return None
+            found = self._tokens[digest] = row["id"]
+        return found
+
+    def now(self) -> int:
+        return self.clock.now_ns()
+
+    def billed_until(self, island: str) -> tuple[int, int] | None:
+        """The interval the last tick billed in advance, [time, time + interval)."""
+        last = self.last.get(island)
+        return None if last is None else (last.time, last.time + self.interval_ns)
+
+    # --- writes shared by tenant and operator actions -------------------------------------
+
+    def write_ledger(self, cur: Cursor, entries: list[Entry]) -> None:
+        write_batch(cur, "insert_ledger", s.LEDGER, [_entry_row(e) for e in entries])
+
+    def write_nodes(self, cur: Cursor, nodes: list[Node]) -> None:
+        write_batch(cur, "update_nodes", s.NODES, [_node_row(n) for n in nodes])
+
+    def after_commit(self, entries: list[Entry]) -> None:
+        """Fold committed ledger rows into the cached balances (call only after the commit)."""
+        for e in entries:
+            if e.kind in BALANCE:
+                self.balances[e.account] = self.balances.get(e.account, 0) - e.units
+
+    # --- ticks ----------------------------------------------------------------------------
+
+    def island_ids(self) -> list[str]:
+        cur = self.db.cursor()
+        try:
+            return [row["id"] for row in fetch(cur, "islands")]
+        finally:
+            cur.close()
+
+    def next_tick_time(self, island: str) -> int:
+        """Market time of the island's next tick: now, but never within one interval of the
+        last tick, so the billed intervals [t, t + interval) never overlap."""
+        last = self.last.get(island)
+        now = self.clock.now_ns()
+        return now if last is None else max(now, last.time + self.interval_ns)
+
+    def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
+        """Run and commit one tick of one island. Blocking: call it from a worker thread, then
+        hand the result to `publish` on the event loop."""
+        with self.lock:
+            at = self.next_tick_time(island_id) if time is None else time
+            last = self.last.get(island_id)
+            number = 1 if last is None else last.tick + 1
+            with self.db.write() as cur:
+                inp = self._tick_input(cur, island_id, number, at)
+                out = run_tick(inp)
+                self._write_tick(cur, inp, out)
+            self.last[island_id] = LastTick(number, at)
+            self.rates[island_id] = out.rates
+            self.after_commit(out.ledger)
+            return _committed(inp, out)
+
+    def publish(self, event: TickCommitted) -> None:
+        """Tell every listener about a committed tick; a failing listener never stops the rest."""
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception(
+                    "tick listener %r failed on %s/%d", listener, event.island, event.tick
+                )
+
+    def _tick_input(self, cur: Cursor, island_id: str, number: int, at: int) -> TickInput:
+        island = self.island(cur, island_id)
+        clusters = {
+            row["id"]: Cluster.from_row(row)
+            for row in fetch_arrow(cur, "island_clusters", island=island_id)
+        }
+        spent: dict[str, int] = {}
+        if any(c.spend_limit is not None for c in clusters.values()):
+            spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
+        return TickInput(
+            island=island,
+            tick=number,
+            time=at,
+            interval_ns=self.interval_ns,
+            clusters=clusters,
+            nodes=[Node.from_row(r) for r in fetch_arrow(cur, "island_nodes", island=island_id)],
+            jobs=[Job.from_row(r) for r in fetch_arrow(cur, "island_jobs", island=island_id)],
+            balances={c.account: self.balances.get(c.account, 0) for c in clusters.values()},
+            spent=spent,
+            rates=dict(self.rates.get(island_id, {})),
+        )
+
+    def _write_tick(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+        # ledger first: a grant's commitment is written before the grant itself
+        self.write_ledger(cur, out.ledger)
+        self.write_nodes(cur, out.nodes)
+        write_batch(cur, "update_jobs", s.JOBS, [_job_row(j) for j in out.jobs])
+        write_batch(cur, "insert_job_events", s.JOB_EVENTS, [_event_row(e) for e in out.events])
+        write_batch(
+            cur,
+            "update_cluster_state",
+            s.CLUSTER_STATE,
+            [
+                {
+                    "id": c.id,
+                    "spend_window_start": c.spend_window_start,
+                    "pending_reason": c.pending_reason,
+                }
+                for c in out.clusters
+            ],
+        )
+        island, tick, when = inp.island.id, inp.tick, to_datetime(inp.time)
+        stats = out.clearing.stats
+        write_batch(
+            cur,
+            "insert_ticks",
+            s.TICKS,
+            [
+                {
+                    "island": island,
+                    "tick": tick,
+                    "time": when,
+                    "vwap": _dec(stats.vwap),
+                    "min": _dec(stats.min),
+                    "max": _dec(stats.max),
+                    "gpus": stats.gpus,
+                    "clusters": stats.clusters,
+                    "pending_gpus": out.pending_gpus,
+                    "reserve_price": micros_to_decimal(inp.island.reserve_price),
+                }
+            ],
+        )
+        charges = {e.cluster: e.units for e in out.ledger if e.kind == "charge"}
+        write_batch(
+            cur,
+            "insert_cluster_rates",
+            s.CLUSTER_RATES,
+            [
+                {
+                    "island": island,
+                    "tick": tick,
+                    "time": when,
+                    "cluster": cid,
+                    "gpus": cc.gpus,
+                    "rate": micros_to_decimal(cc.rate),
+                    "amount_usd": units_to_usd(charges[cid]),
+                }
+                for cid, cc in out.clearing.clusters.items()
+            ],
+        )
+        write_batch(
+            cur,
+            "insert_allocations",
+            s.ALLOCATIONS,
+            [
+                {"island": island, "tick": tick, "time": when, "cluster": c, "node": n, "kind": k}
+                for c, n, k in out.allocations
+            ],
+        )
+        write_batch(
+            cur,
+            "insert_ladder",
+            s.LADDER,
+            [
+                {
+                    "island": island,
+                    "tick": tick,
+                    "time": when,
+                    "nodes": rung.nodes,
+                    "gpus": rung.gpus,
+                    "price": micros_to_decimal(rung.price),
+                }
+                for rung in out.clearing.ladder
+            ],
+        )
+        write_batch(
+            cur,
+            "insert_verdicts",
+            s.VERDICTS,
+            [{"island": island, "tick": tick, "cluster": c, "verdict": v} for c, v in out.verdicts],
+        )
+
+
+def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
+    island, tick, time = inp.island.id, inp.tick, rfc3339(inp.time)
+    stats = out.clearing.stats
+    reserve = usd(inp.island.reserve_price)
+    return TickCommitted(
+        island=island,
+        tick=tick,
+        time=to_datetime(inp.time),
+        stats={
+            "island": island,
+            "tick": tick,
+            "time": time,
+            "vwap": _usd(stats.vwap),
+            "min": _usd(stats.min),
+            "max": _usd(stats.max),
+            "gpus": stats.gpus,
+            "clusters": stats.clusters,
+            "pending_gpus": out.pending_gpus,
+            "reserve_price": reserve,
+        },
+        ladder={
+            "island": island,
+            "tick": tick,
+            "time": time,
+            "reserve_price": reserve,
+            "rungs": [
+                {"nodes": r.nodes, "gpus": r.gpus, "price_per_gpu_hour": usd(r.price)}
+                for r in out.clearing.ladder
+            ],
+        },
+    )
+
+
+def _usd(micros: int | None) -> float | None:
+    return None if micros is None else usd(micros)
+
+
+def _dec(micros: int | None) -> Decimal | None:
+    return None if micros is None else micros_to_decimal(micros)
+
+
+def _entry_row(e: Entry) -> dict[str, Any]:
+    return {
+        "ts": e.at,
+        "account": e.account,
+        "cluster": e.cluster,
+        "island": e.island,
+        "tick": e.tick,
+        "kind": e.kind,
+        "node": e.node,
+        "period_start": e.period_start,
+        "period_end": e.period_end,
+        "gpus": e.gpus,
+        "gpu_ms": e.gpu_ms,
+        "rate": e.rate,
+        "units": e.units,
+    }
+
+
+def _node_row(n: Node) -> dict[str, Any]:
+    return {
+        "island": n.island,
+        "id": n.id,
+        "idx": n.idx,
+        "cluster": n.cluster,
+        "job": n.job,
+        "granted_at": n.granted_at,
+        "window_ends_at": n.window_ends_at,
+        "hold_until": n.hold_until,
+        "idle_since": n.idle_since,
+        "locked_price": n.locked_price,
+        "commit_price": n.commit_price,
+        "commit_ends_at": n.commit_ends_at,
+    }
+
+
+def _job_row(j: Job) -> dict[str, Any]:
+    return {
+        "cluster": j.cluster,
+        "name": j.name,
+        "state": j.state,
+        "provisioned_at": j.provisioned_at,
+        "gang_price": j.gang_price,
+        "bid_too_low": j.bid_too_low,
+    }
+
+
+def _event_row(e: JobEvent) -> dict[str, Any]:
+    return {"cluster": e.cluster, "job": e.job, "ts": e.at, "type": e.type, "detail": e.detail}

@@ -1,0 +1,497 @@
+"""What a cluster's token may do: declare VM capacity, bid and run Kubernetes jobs, set a spend
+limit, read its bill. Inputs arrive parsed (µUSD ints); every refusal is a MarketError."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from burstmarket.clock import NS_PER_MS, rfc3339
+from burstmarket.errors import (
+    BidTooLow,
+    BillingHold,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    OffGrid,
+    SpendLimit,
+)
+from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
+from burstmarket.market.ledger import REFUND, RELEASE, Entry, amount
+from burstmarket.market.model import Cluster, Island, Job, Node
+from burstmarket.market.service import Market
+from burstmarket.money import units_to_usd, usd
+from burstmarket.store.rows import Cursor, fetch, fetch_one, run, write_batch
+from burstmarket.store.schemas import JOB_EVENTS
+
+T = TypeVar("T")
+
+JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
+
+
+class Tenant:
+    def __init__(self, market: Market) -> None:
+        self.m = market
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[Cursor], T]) -> T:
+        cur = self.m.db.cursor()
+        try:
+            return fn(cur)
+        finally:
+            cur.close()
+
+    def _own(self, cur: Cursor, cluster_id: str, kind: str) -> tuple[Cluster, Island]:
+        c = self.m.cluster(cur, cluster_id)
+        if c.kind != kind:
+            raise Forbidden(
+                f"this endpoint is for {kind} clusters; cluster {c.id} is {c.kind}",
+                cluster=c.id,
+                kind=c.kind,
+            )
+        return c, self.m.island(cur, c.island)
+
+    def _budget(self, cur: Cursor, c: Cluster, g: int, now: int) -> Budget:
+        if c.spend_limit is None or not window_open(c.spend_window_start, now):
+            spent = 0
+        else:
+            row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
+            spent = int(row["units"]) if row else 0
+        # the last tick billed its interval in advance: that part is spent, not committed
+        billed = self.m.billed_until(c.island)
+        since = now if billed is None else max(now, billed[1])
+        committed = outstanding(self.m.cluster_nodes(cur, c.id), g, since)
+        return Budget.of(c.spend_limit, spent, committed)
+
+    def _check_new_demand(
+        self, cur: Cursor, c: Cluster, island: Island, price: int | None, gpus: int, now: int
+    ) -> None:
+        """The write-time checks on demand that asks the market for more (MARKET.md)."""
+        balance = self.m.balances.get(c.account, 0)
+        if balance <= 0:
+            raise BillingHold(
+                "the account's balance is at or below zero: new demand is refused until "
+                "it is restored",
+                cluster=c.id,
+                account=c.account,
+                balance_usd=float(units_to_usd(balance)),
+            )
+        self._check_bid(c, island, price)
+        if price is None or c.spend_limit is None:
+            return
+        worst = worst_case(price, gpus, grant_span(c.kind))
+        budget = self._budget(cur, c, island.gpus_per_node, now)
+        if not budget.fits(worst):
+            raise SpendLimit(
+                "the worst case of this demand does not fit what is left of the spend limit",
+                cluster=c.id,
+                worst_case_usd=float(units_to_usd(worst)),
+                left_usd=float(units_to_usd(budget.left or 0)),
+                usd_per_day=usd(c.spend_limit),
+            )
+
+    def _check_bid(self, c: Cluster, island: Island, price: int | None, **figures: Any) -> None:
+        if price is not None and price < island.reserve_price:
+            raise BidTooLow(
+                f"{usd(price)} USD per GPU-hour is under the reserve price "
+                f"{usd(island.reserve_price)}: it can never clear",
+                cluster=c.id,
+                **figures,
+                price_per_gpu_hour=usd(price),
+                reserve_price=usd(island.reserve_price),
+            )
+
+    # --- VM capacity ----------------------------------------------------------------------
+
+    def vm_capacity(self, cluster_id: str) -> dict[str, Any]:
+        return self._read(lambda cur: self._vm_view(cur, cluster_id))
+
+    def _vm_view(self, cur: Cursor, cluster_id: str) -> dict[str, Any]:
+        c, island = self._own(cur, cluster_id, "vm")
+        nodes = self.m.cluster_nodes(cur, c.id)
+        held = len(nodes) * island.gpus_per_node
+        rate = self.m.rates.get(island.id, {}).get(c.id) if nodes else None
+        return {
+            "cluster": c.id,
+            "island": island.id,
+            "gpus_per_node": island.gpus_per_node,
+            "max_gpus": c.max_gpus,
+            "max_price_per_gpu_hour": None if c.max_price is None else usd(c.max_price),
+            "held_gpus": held,
+            "pending_gpus": max(0, c.max_gpus - held),
+            "nodes": [
+                {
+                    "id": n.id,
+                    "granted_at": rfc3339(n.granted_at),
+                    "window_ends_at": rfc3339(n.window_ends_at),
+                    "locked_price": None if n.locked_price is None else usd(n.locked_price),
+                }
+                for n in nodes
+            ],
+            "rate": None if rate is None else usd(rate),
+            "bid_too_low": c.max_price is not None
+            and c.max_gpus > held
+            and c.max_price < island.reserve_price,
+            "spend_limit": None if c.spend_limit is None else usd(c.spend_limit),
+            "pending_reason": c.pending_reason,
+        }
+
+    def declare_vm(
+        self, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
+    ) -> dict[str, Any]:
+        with self.m.lock:
+            with self.m.db.write() as cur:
+                entries = self._declare_vm(cur, cluster_id, max_gpus, max_price, release)
+            self.m.after_commit(entries)
+        return self.vm_capacity(cluster_id)
+
+    def _declare_vm(
+        self, cur: Cursor, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
+    ) -> list[Entry]:
+        c, island = self._own(cur, cluster_id, "vm")
+        g = island.gpus_per_node
+        if max_gpus < 0:
+            raise Invalid("max_gpus", "must not be negative", cluster=c.id, max_gpus=max_gpus)
+        if max_gpus % g:
+            raise OffGrid(
+                f"max_gpus {max_gpus} is not a multiple of gpus_per_node {g} (never rounded)",
+                cluster=c.id,
+                max_gpus=max_gpus,
+                gpus_per_node=g,
+            )
+        if max_gpus > island.nodes * g:
+            raise Invalid(
+                "max_gpus",
+                f"the island has {island.nodes * g} GPUs",
+                cluster=c.id,
+                max_gpus=max_gpus,
+            )
+        if max_price is None and max_gpus:
+            raise Invalid(
+                "max_price_per_gpu_hour", "is required unless max_gpus is 0", cluster=c.id
+            )
+        nodes = self.m.cluster_nodes(cur, c.id)
+        held = {n.id: n for n in nodes}
+        unknown = [r for r in release if r not in held]
+        if unknown:
+            raise Invalid(
+                "release", f"not held by this cluster: {', '.join(unknown)}", cluster=c.id
+            )
+        want = max_gpus // g
+        now = self.m.now()
+        growing = want > max(len(nodes), c.max_gpus // g)
+        if growing:
+            self._check_new_demand(cur, c, island, max_price, (want - len(nodes)) * g, now)
+        elif want > len(nodes):
+            self._check_bid(c, island, max_price)
+        demand_since = now if growing or not c.max_gpus else c.demand_since
+        run(
+            cur,
+            "update_vm_demand",
+            id=c.id,
+            max_gpus=max_gpus,
+            max_price=max_price,
+            demand_since=demand_since,
+        )
+        excess = len(nodes) - want
+        if excess <= 0:
+            return []
+        nominated = [held[r] for r in dict.fromkeys(release)]
+        rest = sorted(
+            (n for n in nodes if n.id not in set(release)),
+            key=lambda n: (-(n.granted_at or 0), -n.idx),
+        )
+        return self._release(cur, c, island, (nominated + rest)[:excess], now)
+
+    def _release(
+        self, cur: Cursor, c: Cluster, island: Island, nodes: list[Node], now: int
+    ) -> list[Entry]:
+        """Scale-down: the nodes go at once and their billing stops at once (a refund of the
+        rest of the interval the last tick billed in advance)."""
+        g = island.gpus_per_node
+        entries: list[Entry] = []
+        billed = self.m.billed_until(island.id)
+        rate = self.m.rates.get(island.id, {}).get(c.id)
+        refund_span = 0 if billed is None else billed[1] - max(now, billed[0])
+        for n in nodes:
+            if rate is not None and refund_span > 0:
+                entries.append(
+                    Entry(
+                        at=now,
+                        account=c.account,
+                        kind=REFUND,
+                        units=-amount(rate, g, refund_span),
+                        cluster=c.id,
+                        island=island.id,
+                        node=n.id,
+                        period_start=max(now, billed[0]) if billed else now,
+                        period_end=billed[1] if billed else now,
+                        gpus=-g,
+                        gpu_ms=-g * (refund_span // NS_PER_MS),
+                        rate=rate,
+                    )
+                )
+            if n.commit_price is not None and (n.commit_ends_at or 0) > now:
+                entries.append(
+                    Entry(
+                        at=now,
+                        account=c.account,
+                        kind=RELEASE,
+                        units=-amount(n.commit_price, g, (n.commit_ends_at or 0) - now),
+                        cluster=c.id,
+                        island=island.id,
+                        node=n.id,
+                        gpus=g,
+                    )
+                )
+            n.free()
+        self.m.write_ledger(cur, entries)
+        self.m.write_nodes(cur, nodes)
+        return entries
+
+    # --- Kubernetes -----------------------------------------------------------------------
+
+    def k8s_bid(self, cluster_id: str) -> dict[str, Any]:
+        return self._read(lambda cur: self._bid_view(cur, cluster_id))
+
+    def _bid_view(self, cur: Cursor, cluster_id: str) -> dict[str, Any]:
+        c, island = self._own(cur, cluster_id, "k8s")
+        jobs = [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=c.id)]
+        low = c.limit_price is None or c.limit_price < island.reserve_price
+        return {
+            "cluster": c.id,
+            "limit_price_per_gpu_hour": None if c.limit_price is None else usd(c.limit_price),
+            "bid_too_low": low or any(j.bid_too_low for j in jobs if j.state == "pending"),
+            "pending_reason": c.pending_reason,
+        }
+
+    def set_k8s_bid(self, cluster_id: str, price: int) -> dict[str, Any]:
+        with self.m.lock, self.m.db.write() as cur:
+            c, island = self._own(cur, cluster_id, "k8s")
+            self._check_bid(c, island, price)
+            run(cur, "update_limit_price", id=c.id, limit_price=price)
+            c.limit_price = price
+            for job in self._jobs(cur, c.id):
+                if job.limit_price is None:
+                    self._void_if_lowered(cur, c, job)
+        return self.k8s_bid(cluster_id)
+
+    def _jobs(self, cur: Cursor, cluster_id: str) -> list[Job]:
+        return [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=cluster_id)]
+
+    def _void_if_lowered(self, cur: Cursor, c: Cluster, job: Job) -> None:
+        """A limit under the price the gang started at voids the job's windows at once."""
+        price = job.price(c)
+        if job.state != "running" or job.gang_price is None:
+            return
+        if price is not None and price >= job.gang_price:
+            return
+        now = self.m.now()
+        nodes = [n for n in self.m.cluster_nodes(cur, c.id) if n.job == job.name]
+        voided = [n for n in nodes if n.window_open(now)]
+        if not voided:
+            return
+        for n in voided:
+            n.window_ends_at = now
+        self.m.write_nodes(cur, voided)
+        shown = "no limit price" if price is None else f"{usd(price)} USD/GPU-h"
+        self._event(
+            cur,
+            job,
+            "WindowVoided",
+            f"limit price lowered to {shown}, under {usd(job.gang_price)} held at gang start",
+            now,
+        )
+
+    def _event(self, cur: Cursor, job: Job, kind: str, detail: str, at: int) -> None:
+        row = {"cluster": job.cluster, "job": job.name, "ts": at, "type": kind, "detail": detail}
+        write_batch(cur, "insert_job_events", JOB_EVENTS, [row])
+
+    def create_job(
+        self,
+        cluster_id: str,
+        name: str,
+        nodes: int,
+        priority_class: str | None,
+        price: int | None,
+    ) -> dict[str, Any]:
+        with self.m.lock, self.m.db.write() as cur:
+            c, island = self._own(cur, cluster_id, "k8s")
+            if not JOB_NAME.match(name):
+                raise Invalid("name", "must be 1-63 lowercase letters, digits or '-'", cluster=c.id)
+            if not 1 <= nodes <= island.nodes:
+                raise Invalid(
+                    "nodes", f"must be between 1 and {island.nodes}", cluster=c.id, nodes=nodes
+                )
+            if fetch_one(cur, "job", cluster=c.id, name=name) is not None:
+                raise Conflict(f"job {name!r} already exists", cluster=c.id, job=name)
+            effective = price if price is not None else c.limit_price
+            now = self.m.now()
+            self._check_new_demand(cur, c, island, effective, nodes * island.gpus_per_node, now)
+            run(
+                cur,
+                "insert_job",
+                cluster=c.id,
+                name=name,
+                nodes=nodes,
+                priority_class=priority_class,
+                limit_price=price,
+                created_at=now,
+            )
+        return self.job(cluster_id, name)
+
+    def jobs(self, cluster_id: str) -> list[dict[str, Any]]:
+        def read(cur: Cursor) -> list[dict[str, Any]]:
+            c, _ = self._own(cur, cluster_id, "k8s")
+            return self._job_views(cur, c, self._jobs(cur, c.id))
+
+        return self._read(read)
+
+    def job(self, cluster_id: str, name: str) -> dict[str, Any]:
+        def read(cur: Cursor) -> dict[str, Any]:
+            c, _ = self._own(cur, cluster_id, "k8s")
+            return self._job_views(cur, c, [self._job(cur, c, name)])[0]
+
+        return self._read(read)
+
+    def _job(self, cur: Cursor, c: Cluster, name: str) -> Job:
+        row = fetch_one(cur, "job", cluster=c.id, name=name)
+        if row is None:
+            raise NotFound(f"no job {name!r} in this cluster", cluster=c.id, job=name)
+        return Job.from_row(row)
+
+    def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[dict[str, Any]]:
+        events: dict[str, list[dict[str, Any]]] = {}
+        for e in fetch(cur, "job_events", cluster=c.id):
+            events.setdefault(e["job"], []).append(
+                {"type": e["type"], "at": rfc3339(e["ts"]), "detail": e["detail"]}
+            )
+        placed: dict[str, list[str]] = {}
+        for n in self.m.cluster_nodes(cur, c.id):
+            if n.job is not None:
+                placed.setdefault(n.job, []).append(n.id)
+        rate = self.m.rates.get(c.island, {}).get(c.id)
+        return [
+            {
+                "name": j.name,
+                "nodes": j.nodes,
+                "state": j.state,
+                "priority_class": j.priority_class,
+                "provisioned_at": rfc3339(j.provisioned_at),
+                "limit_price_per_gpu_hour": None if j.price(c) is None else usd(j.price(c) or 0),
+                "rate": usd(rate) if rate is not None and j.state == "running" else None,
+                "node_ids": placed.get(j.name, []),
+                "bid_too_low": j.bid_too_low,
+                "events": events.get(j.name, []),
+            }
+            for j in jobs
+        ]
+
+    def patch_job(
+        self,
+        cluster_id: str,
+        name: str,
+        price: int | None,
+        set_price: bool,
+        priority_class: str | None,
+        set_class: bool,
+    ) -> dict[str, Any]:
+        with self.m.lock, self.m.db.write() as cur:
+            c, island = self._own(cur, cluster_id, "k8s")
+            job = self._job(cur, c, name)
+            if job.state == "finished":
+                raise Conflict(f"job {name!r} has finished", cluster=c.id, job=name)
+            if set_price:
+                self._check_bid(c, island, price if price is not None else c.limit_price, job=name)
+                job.limit_price = price
+            if set_class:
+                job.priority_class = priority_class
+            run(
+                cur,
+                "update_job_terms",
+                cluster=c.id,
+                name=name,
+                limit_price=job.limit_price,
+                priority_class=job.priority_class,
+            )
+            if set_price:
+                self._void_if_lowered(cur, c, job)
+        return self.job(cluster_id, name)
+
+    def finish_job(self, cluster_id: str, name: str) -> dict[str, Any]:
+        """DELETE = the job finished: its nodes stay, idle, under the hold and idle grace."""
+        with self.m.lock, self.m.db.write() as cur:
+            c, _ = self._own(cur, cluster_id, "k8s")
+            job = self._job(cur, c, name)
+            if job.state != "finished":
+                now = self.m.now()
+                nodes = [n for n in self.m.cluster_nodes(cur, c.id) if n.job == name]
+                for n in nodes:
+                    n.job, n.idle_since, n.locked_price = None, now, job.price(c)
+                self.m.write_nodes(cur, nodes)
+                run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
+                self._event(cur, job, "Finished", "the job finished; its nodes are idle", now)
+        return self.job(cluster_id, name)
+
+    # --- spend limit ----------------------------------------------------------------------
+
+    def spend_limit(self, cluster_id: str) -> dict[str, Any]:
+        def read(cur: Cursor) -> dict[str, Any]:
+            c = self.m.cluster(cur, cluster_id)
+            island = self.m.island(cur, c.island)
+            now = self.m.now()
+            budget = self._budget(cur, c, island.gpus_per_node, now)
+            started = c.spend_window_start if window_open(c.spend_window_start, now) else None
+            left = budget.left
+            return {
+                "usd_per_day": None if c.spend_limit is None else usd(c.spend_limit),
+                "window_started_at": rfc3339(started),
+                "spent_usd": float(units_to_usd(budget.spent)),
+                "committed_usd": float(units_to_usd(budget.committed)),
+                "left_usd": None if left is None else float(units_to_usd(left)),
+            }
+
+        return self._read(read)
+
+    def set_spend_limit(self, cluster_id: str, usd_per_day: int | None) -> dict[str, Any]:
+        if usd_per_day is not None and usd_per_day <= 0:
+            raise Invalid("usd_per_day", "must be greater than 0 (null removes the limit)")
+        with self.m.lock, self.m.db.write() as cur:
+            c = self.m.cluster(cur, cluster_id)
+            run(cur, "update_spend_limit", id=c.id, spend_limit=usd_per_day)
+        return self.spend_limit(cluster_id)
+
+    # --- billing --------------------------------------------------------------------------
+
+    def billing(
+        self, cluster_id: str, start: int | None, end: int | None, granularity: str
+    ) -> list[dict[str, Any]]:
+        width = GRANULARITIES[granularity]
+
+        def read(cur: Cursor) -> list[dict[str, Any]]:
+            c = self.m.cluster(cur, cluster_id)
+            rows = fetch(
+                cur,
+                "billing",
+                cluster=c.id,
+                width=width,
+                start=start if start is not None else -(2**62),
+                end=end if end is not None else 2**62,
+            )
+            return [
+                {
+                    "start": rfc3339(int(r["bucket"])),
+                    "end": rfc3339(int(r["bucket"]) + width),
+                    "gpu_hours": int(r["gpu_ms"]) / 3_600_000,
+                    "amount_usd": float(units_to_usd(int(r["units"]))),
+                    "amount_units": int(r["units"]),
+                    "kind": "market",
+                }
+                for r in rows
+            ]
+
+        return self._read(read)

@@ -1,0 +1,72 @@
+"""The real clock's tick loop: one APScheduler job, every island once per interval.
+
+The job never overlaps itself (max_instances=1); a run that could not start on time is
+coalesced into the next one and the lateness is logged, so a tick is never skipped silently.
+The tick itself runs in a worker thread; listeners are called back here, on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio.to_thread
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from burstmarket.market.service import Market
+
+log = logging.getLogger(__name__)
+
+
+class TickScheduler:
+    def __init__(self, market: Market, interval_seconds: float) -> None:
+        self.market = market
+        self.interval = interval_seconds
+        self._scheduler: Any = None
+        self._last_start: float | None = None
+
+    def start(self) -> None:
+        scheduler = AsyncIOScheduler(timezone="UTC")
+        scheduler.add_job(
+            self._run,
+            IntervalTrigger(seconds=self.interval, timezone="UTC"),
+            id="tick",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
+        scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        scheduler.start()
+        self._scheduler = scheduler
+
+    def stop(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+
+    def _on_missed(self, event: JobEvent) -> None:
+        log.warning(
+            "tick late: a run was due at %s while the previous one was still running "
+            "(it runs as soon as that one ends)",
+            getattr(event, "scheduled_run_time", "?"),
+        )
+
+    async def _run(self) -> None:
+        started = time.monotonic()
+        if self._last_start is not None:
+            gap = started - self._last_start
+            if gap > 1.5 * self.interval:
+                log.warning(
+                    "tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval
+                )
+        self._last_start = started
+        for island in await anyio.to_thread.run_sync(self.market.island_ids):
+            try:
+                event = await anyio.to_thread.run_sync(self.market.tick, island)
+            except Exception:
+                log.exception("tick of island %s failed; nothing of it was committed", island)
+                continue
+            self.market.publish(event)

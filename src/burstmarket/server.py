@@ -1,0 +1,50 @@
+"""`burstmarket serve`: logging set up once, the app, uvicorn."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+
+from burstmarket.api.app import create_app
+from burstmarket.settings import Settings
+
+
+class _Format(logging.Formatter):
+    """Refusal lines stand alone (they begin with `REFUSED reason=`, greppable); the rest carry
+    time, level and logger."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "burstmarket.refused":
+            return record.getMessage()
+        return super().format(record)
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_Format("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+
+
+def serve(settings: Settings) -> None:
+    configure_logging()
+    app = create_app(settings)
+    logging.getLogger(__name__).info(
+        "burstmarket serving on http://%s:%d (clock %s, tick %.3f s, data %s)",
+        settings.host,
+        settings.port,
+        settings.clock,
+        settings.tick_seconds,
+        settings.data_dir,
+    )
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )

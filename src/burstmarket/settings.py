@@ -1,0 +1,62 @@
+"""One frozen Settings for the service, read once at start (flags + environment).
+
+Nothing else in the package reads `os.environ`: the CLI builds a Settings and hands it down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+ClockMode = Literal["real", "manual"]
+
+OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
+CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    clock: ClockMode = "real"
+    """`real`: APScheduler ticks every `tick_seconds`; `manual`: only `POST /api/admin/ticks`."""
+    data_dir: Path = Path("data")
+    """Holds `market.duckdb` and the Parquet history; created if missing."""
+    host: str = "127.0.0.1"
+    port: int = 8000
+    tick_seconds: float = 10.0
+    """Market time between two ticks of one island (also the billing interval of a tick)."""
+    operator_token: str | None = None
+    """From BURSTMARKET_OPERATOR_TOKEN; without it the operator endpoints are closed."""
+    clock_start: datetime | None = None
+    """Manual clock only: market time of an empty data dir (BURSTMARKET_CLOCK_START, RFC 3339);
+    tests use it to put the market just before midnight. Default: the wall clock at start."""
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "market.duckdb"
+
+    @property
+    def tick_ms(self) -> int:
+        return round(self.tick_seconds * 1000)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **flags: object) -> Settings:
+        """Settings from command-line flags plus the two environment variables."""
+        env = os.environ if env is None else env
+        start = env.get(CLOCK_START_ENV) or None
+        clock_start = None
+        if start is not None:
+            clock_start = datetime.fromisoformat(start)
+            if clock_start.tzinfo is None:
+                clock_start = clock_start.replace(tzinfo=UTC)
+        settings = cls(
+            operator_token=env.get(OPERATOR_TOKEN_ENV) or None,
+            clock_start=clock_start,
+            **flags,  # type: ignore[arg-type]
+        )
+        if settings.tick_ms < 1:
+            raise ValueError("tick-seconds must be at least 0.001")
+        return settings

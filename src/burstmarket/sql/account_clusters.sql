@@ -1,0 +1,1 @@
+SELECT id FROM clusters WHERE account = $account ORDER BY id

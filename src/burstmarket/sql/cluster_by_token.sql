@@ -1,0 +1,1 @@
+SELECT id FROM clusters WHERE token_hash = $token_hash

@@ -1,0 +1,1 @@
+DELETE FROM nodes WHERE island = $island AND idx >= $idx

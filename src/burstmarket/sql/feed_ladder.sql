@@ -1,0 +1,18 @@
+-- The ladder feed: one row per tick of $island in [$from_tick, $to_tick], rungs as a list.
+-- A tick with no contestable node has no ladder rows and reads as an empty list.
+SELECT
+    t.tick,
+    t.time,
+    t.reserve_price::DOUBLE AS reserve_price,
+    coalesce(
+        list(
+            {'nodes': l.nodes, 'gpus': l.gpus, 'price_per_gpu_hour': l.price::DOUBLE}
+            ORDER BY l.nodes
+        ) FILTER (WHERE l.nodes IS NOT NULL),
+        []
+    ) AS rungs
+FROM ticks AS t
+LEFT JOIN ladder AS l ON l.island = t.island AND l.tick = t.tick
+WHERE t.island = $island AND t.tick BETWEEN $from_tick AND $to_tick
+GROUP BY t.tick, t.time, t.reserve_price
+ORDER BY t.tick

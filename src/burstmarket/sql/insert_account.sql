@@ -1,0 +1,1 @@
+INSERT INTO accounts (name, created_at) VALUES ($name, $created_at)

@@ -1,0 +1,1 @@
+INSERT INTO allocations BY NAME SELECT * FROM batch

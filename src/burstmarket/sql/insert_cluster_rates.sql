@@ -1,0 +1,1 @@
+INSERT INTO cluster_rates BY NAME SELECT * FROM batch

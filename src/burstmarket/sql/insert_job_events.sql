@@ -1,0 +1,1 @@
+INSERT INTO job_events BY NAME SELECT * FROM batch

@@ -1,0 +1,1 @@
+INSERT INTO ladder BY NAME SELECT * FROM batch

@@ -1,0 +1,1 @@
+INSERT INTO ledger BY NAME SELECT * FROM batch

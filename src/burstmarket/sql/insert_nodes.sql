@@ -1,0 +1,1 @@
+INSERT INTO nodes BY NAME SELECT * FROM batch

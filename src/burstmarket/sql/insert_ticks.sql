@@ -1,0 +1,1 @@
+INSERT INTO ticks BY NAME SELECT * FROM batch

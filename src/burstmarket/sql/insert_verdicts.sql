@@ -1,0 +1,1 @@
+INSERT INTO verdicts BY NAME SELECT * FROM batch

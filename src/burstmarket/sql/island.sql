@@ -1,0 +1,1 @@
+SELECT id, gpus_per_node, nodes, reserve_price, node_spec FROM islands WHERE id = $island

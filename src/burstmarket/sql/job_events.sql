@@ -1,0 +1,1 @@
+SELECT job, ts, type, detail FROM job_events WHERE cluster = $cluster ORDER BY ts, rowid

@@ -1,0 +1,35 @@
+-- Candles of the per-tick vwap of $island over [$start, $end), $width wide, UTC-aligned.
+--
+-- Live rows and Parquet history together, never counted twice: the live `ticks` table is the
+-- truth for every tick it holds; history adds only the ticks older than its oldest live row
+-- (a retention job may trim the live table from the old end; the history holds everything).
+-- {history_ticks} is the Parquet files of this island's `ticks` history, or an empty relation.
+-- Buckets without ticks are absent. Prices come out as DECIMAL(18,6) USD per GPU-hour.
+WITH oldest_live AS (
+    SELECT coalesce(min(tick), 9223372036854775807) AS tick FROM ticks WHERE island = $island
+),
+rows AS (
+    SELECT tick, time, vwap, min, max, gpus
+    FROM ticks
+    WHERE island = $island AND time >= $start AND time < $end
+    UNION ALL
+    SELECT tick, time, vwap, min, max, gpus
+    FROM {history_ticks}
+    WHERE time >= $start AND time < $end AND tick < (SELECT tick FROM oldest_live)
+)
+SELECT
+    time_bucket($width, timezone('UTC', time)) AS start,
+    arg_min(vwap, tick) FILTER (WHERE vwap IS NOT NULL) AS open,
+    max(vwap) AS high,
+    min(vwap) AS low,
+    arg_max(vwap, tick) FILTER (WHERE vwap IS NOT NULL) AS close,
+    CAST(sum(vwap * gpus) / nullif(sum(gpus) FILTER (WHERE vwap IS NOT NULL), 0)
+         AS DECIMAL(18, 6)) AS vwap,
+    min(min) AS min,
+    max(max) AS max,
+    CAST(sum(gpus) * $tick_seconds / 3600 AS DECIMAL(18, 6)) AS gpu_hours,
+    count(*) AS ticks
+FROM rows
+GROUP BY ALL
+ORDER BY start
+LIMIT $limit

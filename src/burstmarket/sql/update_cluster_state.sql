@@ -1,0 +1,4 @@
+UPDATE clusters SET
+    spend_window_start = batch.spend_window_start, pending_reason = batch.pending_reason
+FROM batch
+WHERE clusters.id = batch.id

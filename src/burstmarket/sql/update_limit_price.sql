@@ -1,0 +1,1 @@
+UPDATE clusters SET limit_price = $limit_price WHERE id = $id

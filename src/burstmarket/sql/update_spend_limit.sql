@@ -1,0 +1,1 @@
+UPDATE clusters SET spend_limit = $spend_limit WHERE id = $id

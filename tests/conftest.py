@@ -1,0 +1,152 @@
+"""Shared fixtures: a real `burstmarket serve` subprocess on a free loopback port.
+
+`server` starts one with `--clock manual`, a temporary `--data-dir` and an operator token, and
+yields a `Server` (base URL, operator token, log file, data dir). `start_server` is the factory
+behind it, for tests that need other flags or several runs on one data dir (crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+OPERATOR_TOKEN = "test-operator-token"
+STARTUP_SECONDS = 30
+BURSTMARKET = Path(sys.executable).parent / "burstmarket"  # the installed command line
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    token: str
+    data_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes]
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = httpx.Client(base_url=self.url, timeout=30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def refused_lines(self) -> list[str]:
+        return [line for line in self.log().splitlines() if line.startswith("REFUSED ")]
+
+    def operator(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def kill(self) -> None:
+        """kill -9: no shutdown code runs."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+        self.client.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.client.close()
+
+
+StartServer = Callable[..., Server]
+
+
+@contextmanager
+def _servers(tmp_path: Path) -> Iterator[StartServer]:
+    started: list[Server] = []
+
+    def start(
+        *flags: str,
+        data_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        operator_token: str | None = OPERATOR_TOKEN,
+    ) -> Server:
+        data = data_dir or tmp_path / "data"
+        port = free_port()
+        log_path = tmp_path / f"server-{len(started)}.log"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
+        if operator_token is not None:
+            environ["BURSTMARKET_OPERATOR_TOKEN"] = operator_token
+        environ.update(env or {})
+        args = list(flags) or ["--clock", "manual"]
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [
+                    str(BURSTMARKET),
+                    "serve",
+                    "--data-dir",
+                    str(data),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    *args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=environ,
+            )
+        server = Server(f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process)
+        started.append(server)
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited at start:\n{server.log()}")
+            try:
+                if server.client.get("/api/islands").status_code == 200:
+                    return server
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError(f"server did not start:\n{server.log()}")
+            time.sleep(0.05)
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
+    with _servers(tmp_path) as start:
+        yield start
+
+
+@pytest.fixture
+def server(start_server: StartServer) -> Server:
+    """A fresh manual-clock server of its own (10 s ticks)."""
+    return start_server()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One manual-clock server per test module, 5-minute ticks (a VM window is 12 ticks): tests
+    sharing it create their own islands, accounts and clusters."""
+    with _servers(tmp_path_factory.mktemp("shared")) as start:
+        yield start("--clock", "manual", "--tick-seconds", "300")

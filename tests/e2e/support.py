@@ -1,0 +1,55 @@
+"""Small helpers over the real server's HTTP API for the end-to-end tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.conftest import Server
+
+
+def ok(response: httpx.Response, status: int = 200) -> Any:
+    assert response.status_code == status, (response.status_code, response.text)
+    return response.json()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def make_island(
+    server: Server, island: str, nodes: int, gpus_per_node: int = 8, reserve: float = 1.0
+) -> Any:
+    body = {"gpus_per_node": gpus_per_node, "nodes": nodes, "reserve_price": reserve}
+    return ok(
+        server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator())
+    )
+
+
+def make_account(server: Server, name: str, balance: float = 1000.0) -> Any:
+    body = {"name": name, "balance_usd": balance}
+    return ok(server.client.post("/api/admin/accounts", json=body, headers=server.operator()), 201)
+
+
+def make_cluster(server: Server, account: str, island: str, kind: str, name: str) -> dict[str, str]:
+    """The new cluster's auth headers."""
+    body = {"account": account, "island": island, "kind": kind, "name": name}
+    created = ok(
+        server.client.post("/api/admin/clusters", json=body, headers=server.operator()), 201
+    )
+    return bearer(created["token"])
+
+
+def tick(server: Server, count: int = 1, island: str | None = None) -> Any:
+    body: dict[str, Any] = {"count": count}
+    if island is not None:
+        body["island"] = island
+    return ok(server.client.post("/api/admin/ticks", json=body, headers=server.operator()))
+
+
+def declare(
+    server: Server, auth: dict[str, str], gpus: int, price: float | None, **extra: Any
+) -> Any:
+    body = {"max_gpus": gpus, "max_price_per_gpu_hour": price, **extra}
+    return server.client.put("/api/vm/capacity", json=body, headers=auth)

@@ -1,0 +1,172 @@
+"""The REST side of the market data: latest rows per feed, candles, the AsyncAPI document."""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+
+from burstmarket.events import TickCommitted
+from burstmarket.history import HistoryExporter
+from tests.feed.support import FeedServer, MarketDB
+
+SIX = Decimal("0.000001")
+
+
+def get(server: FeedServer, path: str, **params: Any) -> httpx.Response:
+    return httpx.get(f"{server.url}{path}", params=params, timeout=10)
+
+
+def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
+    market: MarketDB, tmp_path: Path
+) -> None:
+    with FeedServer(market, tmp_path) as server:
+        event = server.tick("east", 1, holdings={"a": (8, "2.0001")},
+                            ladder=["2.0001", "2.5", "3"], pending=16)
+        live_stats = get(server, "/api/market/stats", island="east").json()
+        live_ladder = get(server, "/api/market/ladder", island="east").json()
+        assert live_stats == event.stats
+        assert live_ladder == event.ladder
+        trimmed = get(server, "/api/market/ladder", island="east", max_nodes=2).json()
+        assert trimmed == {**event.ladder, "rungs": event.ladder["rungs"][:2]}
+        assert get(server, "/api/market/ladder", island="east", max_nodes=0).json()["rungs"] == []
+    # A new process knows nothing in memory: the same answers come from DuckDB.
+    with FeedServer(market, tmp_path) as server:
+        assert get(server, "/api/market/stats", island="east").json() == live_stats
+        assert get(server, "/api/market/ladder", island="east").json() == live_ladder
+        rates = get(server, "/api/market/rates", island="east").json()
+        assert rates["rates"] == [{"gpus": 8, "rate": 2.0001}]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "code", "field"),
+    [
+        ("/api/market/stats", {}, 422, "invalid", "island"),
+        ("/api/market/stats", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/ladder", {"island": "east", "max_nodes": "two"}, 422, "invalid",
+         "max_nodes"),
+        ("/api/market/ladder", {"island": "east", "max_nodes": "-1"}, 422, "invalid",
+         "max_nodes"),
+        ("/api/market/series", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/series", {"island": "east", "interval": "2m"}, 422, "invalid",
+         "interval"),
+        ("/api/market/series", {"island": "east", "format": "xml"}, 422, "invalid", "format"),
+        ("/api/market/series", {"island": "east", "limit": "0"}, 422, "invalid", "limit"),
+        ("/api/market/series", {"island": "east", "start": "yesterday"}, 422, "invalid",
+         "start"),
+        ("/api/market/series", {"island": "east", "start": "2025-04-01T00:00:00Z",
+                                "end": "2025-04-01T00:00:00Z"}, 422, "invalid", "start"),
+    ],
+)
+def test_refusals_name_the_field_and_never_500(
+    server: FeedServer, path: str, params: dict[str, str], status: int, code: str,
+    field: str | None,
+) -> None:
+    server.tick("east", 1, holdings={"a": (8, "2")})
+    response = get(server, path, **params)
+    assert response.status_code == status
+    body = response.json()
+    assert (body["error"], body.get("field")) == (code, field)
+    assert body["detail"]
+
+
+def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str, Any]]:
+    """The candle definition, computed by hand from what the ticks published."""
+    buckets: dict[int, list[dict[str, Any]]] = {}
+    for event in events:
+        start = int(event.time.timestamp()) // seconds * seconds
+        buckets.setdefault(start, []).append(event.stats)
+    out = []
+    for start, rows in sorted(buckets.items()):
+        priced = [r for r in rows if r["vwap"] is not None]
+        weight = sum(r["gpus"] for r in priced)
+        vwap = sum(Decimal(str(r["vwap"])) * r["gpus"] for r in priced) / weight
+        out.append({
+            "open": priced[0]["vwap"], "high": max(r["vwap"] for r in priced),
+            "low": min(r["vwap"] for r in priced), "close": priced[-1]["vwap"],
+            "vwap": float(vwap.quantize(SIX)),
+            "min": min(r["min"] for r in priced), "max": max(r["max"] for r in priced),
+            "gpu_hours": float((Decimal(sum(r["gpus"] for r in rows) * 10) / 3600).quantize(SIX)),
+            "ticks": len(rows), "start": start,
+        })
+    return out
+
+
+def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
+    events = []
+    for tick in range(1, count + 1):
+        holdings = {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"),
+                    "b": (8, f"{3 - tick % 7 / 1000:.4f}")}
+        if tick % 11 == 0:
+            holdings = {}  # nobody holds market nodes: vwap, min and max are null
+        events.append(server.tick("east", tick, holdings=holdings))
+    return events
+
+
+def test_series_candles_as_json_csv_and_arrow(server: FeedServer) -> None:
+    events = run_market(server, 40)
+    expected = expected_candles(events, 60)
+    params = {"island": "east", "interval": "1m", "start": "2025-03-31T23:00:00Z",
+              "end": "2025-04-01T00:00:00Z"}
+    candles = get(server, "/api/market/series", **params).json()
+    for candle in candles:
+        assert candle.pop("start").endswith(":00Z")
+    assert candles == [{k: v for k, v in c.items() if k != "start"} for c in expected]
+    assert sum(c["ticks"] for c in candles) == 40
+
+    text = get(server, "/api/market/series", **params, format="csv").text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [float(r["vwap"]) for r in rows] == [c["vwap"] for c in candles]
+    assert rows[0]["start"] == "2025-03-31T23:00:00Z"
+
+    response = get(server, "/api/market/series", **params, format="arrow")
+    assert response.headers["content-type"] == "application/vnd.apache.arrow.stream"
+    table = pa.ipc.open_stream(response.content).read_all()
+    assert table.schema.field("vwap").type == pa.decimal128(18, 6)
+    assert [float(v) for v in table.column("vwap").to_pylist()] == [c["vwap"] for c in candles]
+    assert table.column("start").type == pa.timestamp("us", tz="UTC")
+
+    limited = get(server, "/api/market/series", **params, limit=2).json()
+    assert [c["ticks"] for c in limited] == [6, 6]
+    # Without a range: the latest `limit` buckets up to the latest tick.
+    assert get(server, "/api/market/series", island="east", interval="1h").json()[-1]["ticks"] \
+        == sum(1 for e in events if e.time.hour == 23)
+
+
+def test_series_reads_history_and_live_rows_without_counting_twice(
+    server: FeedServer, tmp_path: Path
+) -> None:
+    events = run_market(server, 90)
+    params = {"island": "east", "interval": "5m", "start": "2025-03-31T23:00:00Z",
+              "end": "2025-04-01T00:00:00Z"}
+    before = get(server, "/api/market/series", **params).json()
+    assert [c["ticks"] for c in before] == [30, 30, 30]
+    HistoryExporter(server.db, tmp_path / "history").run()
+    # Live and history both hold the first 10 minutes: still counted once.
+    assert get(server, "/api/market/series", **params).json() == before
+    # A retention job trims the live table from the old end: history fills in.
+    server.db.con.execute("DELETE FROM ticks WHERE island = 'east' AND tick <= 45")
+    assert get(server, "/api/market/series", **params).json() == before
+    assert before == [{**c, "start": before[i]["start"]}
+                      for i, c in enumerate(expected_candles(events, 300))]
+
+
+def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) -> None:
+    doc = get(server, "/schema/asyncapi.json").json()
+    assert doc["asyncapi"] == "3.0.0"
+    channel = doc["channels"]["market"]
+    assert channel["address"] == "/ws/market"
+    for name in ("stats", "ladder", "rates"):
+        update = channel["messages"][f"update_{name}"]["payload"]
+        assert update["properties"]["channel"]["pattern"] == f"^{name}:.+$"
+    stats = channel["messages"]["snapshot_stats"]["payload"]["properties"]["data"]
+    assert list(stats["properties"]) == ["vwap", "min", "max", "gpus", "clusters",
+                                         "pending_gpus", "reserve_price"]
+    sent = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["serverSends"]["messages"]}
+    assert {"subscribed", "error", "heartbeat", "update_ladder"} <= sent
