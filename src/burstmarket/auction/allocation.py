@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from burstmarket.auction.knapsack import Item, Table
 
 
@@ -29,27 +31,37 @@ class Decisions:
 def decide(
     items: Sequence[Item], supply: int, suffixes: Iterator[Table], probes: Sequence[int]
 ) -> Decisions:
-    """Walk units oldest first. `suffixes` yields, per unit, the table over the younger units."""
+    """Walk units oldest first. `suffixes` yields, per unit, the table over the younger units.
+
+    Probes can number in the hundreds (a run of equal marginal bids makes every n a break-even
+    on the grid), so they move together as arrays and leave as soon as they differ.
+    """
     capacity = supply
     chosen: list[bool] = []
-    open_probes = {probe: probe for probe in probes}  # probe capacity -> what it has left
+    probe_ids = np.asarray(probes, dtype=np.int64)
+    probe_left = probe_ids.copy()  # what each open probe has left
     probe_wins: dict[int, bool] = {}
-
-    def takes(table: Table, size: int, value: int, left: int) -> bool:
-        return size <= left and value + int(table[left - size]) >= int(table[left])
-
     for (size, value), table in zip(items, suffixes, strict=True):
-        take = takes(table, size, value, capacity)
+        take = size <= capacity and value + int(table[capacity - size]) >= int(table[capacity])
         chosen.append(take)
         if take:
             capacity -= size
-        for probe, left in list(open_probes.items()):
-            probe_take = takes(table, size, value, left)
-            if probe_take != take:
-                probe_wins[probe] = probe_take
-                del open_probes[probe]
-            elif probe_take:
-                open_probes[probe] = left - size
+        if probe_ids.size:
+            fits = probe_left >= size
+            shifted = table[np.where(fits, probe_left - size, 0)]
+            probe_take = fits & (value + shifted >= table[probe_left])
+            differ = probe_take != take
+            if differ.any():
+                probe_wins.update(
+                    zip(probe_ids[differ].tolist(), probe_take[differ].tolist(), strict=True)
+                )
+                keep = ~differ
+                probe_ids, probe_left, probe_take = (
+                    probe_ids[keep],
+                    probe_left[keep],
+                    probe_take[keep],
+                )
+            probe_left = probe_left - size * probe_take
     # a probe that never differed holds the same units: nothing older separates them
-    probe_wins.update(dict.fromkeys(open_probes, True))
+    probe_wins.update(dict.fromkeys(probe_ids.tolist(), True))
     return Decisions(chosen, probe_wins)

@@ -7,6 +7,7 @@ VCG and the protected-node prices all read off the same few tables.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from math import isqrt
 
@@ -22,14 +23,29 @@ def empty(length: int) -> Table:
 
 
 def add_group(table: Table, items: Sequence[Item]) -> Table:
-    """A new table that may also use any subset of `items` (each at most once)."""
+    """A new table that may also use any subset of `items` (each at most once).
+
+    Equal items are common (a VM declaration is many 1-node units at one price), and m copies of
+    an item are exactly the 0/1 items of 1, 2, 4, … copies summing to m: log m passes, not m.
+    """
     out = table.copy()
-    for size, value in items:
-        if size < len(out):
-            # the right-hand side is evaluated into a temporary before the write, so each item
-            # is used at most once even though `out` is updated in place
-            np.maximum(out[size:], out[:-size] + value, out=out[size:])
+    length = len(out)
+    for (size, value), count in Counter(items).items():
+        for copies in _binary_parts(count):
+            step = size * copies
+            if step < length:
+                # the sum lands in a temporary before the max, so the bundle is used at most once
+                np.maximum(out[step:], out[:-step] + value * copies, out=out[step:])
     return out
+
+
+def _binary_parts(count: int) -> Iterator[int]:
+    part = 1
+    while count > 0:
+        take = min(part, count)
+        yield take
+        count -= take
+        part *= 2
 
 
 def combine_at(left: Table, right: Table, capacity: int) -> int:
