@@ -16,7 +16,7 @@ far below a µUSD; the point is then rounded up to whole µUSD and checked again
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,8 @@ from burstmarket.auction.qp import minimize, nearest_to_origin
 Floats = npt.NDArray[np.float64]
 
 _SNAP = 1e-3  # µUSD: a solver value this close above a whole µUSD is that µUSD
-_MAX_ROUNDS = 500
+_MAX_ROUNDS = 50
+_BISECTION = 1 << 12  # steps between the last point and the bids in the fallback
 _REVENUE_SLACK = 1e-7  # USD: the LP's own tolerance, so the QP's face is never empty
 
 
@@ -69,7 +70,42 @@ def core_payments(winners: Sequence[Winner], losers: Table, capacity: int, best:
         bound = coalition_value - best + sum(point[j] for j in left_out)
         constraints.append(_Constraint(tuple(left_out), bound))
         point = _nearest_minimum_revenue(lo, bids, constraints)
-    raise RuntimeError("core constraint generation did not converge")  # a bug, never input
+    return _toward_bids(point, bids, lambda p: _blocks(base, options, bids, p, best))
+
+
+def _blocks(
+    base: Floats,
+    options: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+    bids: Sequence[int],
+    point: Sequence[int],
+    best: int,
+) -> bool:
+    keeps = [b - p for b, p in zip(bids, point, strict=True)]
+    return _most_blocking(base, options, keeps, best) is not None
+
+
+def _toward_bids(
+    point: list[int], bids: Sequence[int], blocks: Callable[[list[int]], bool]
+) -> list[int]:
+    """The first core point on the way from `point` to the bids, found by bisection.
+
+    The fallback when constraint generation has not closed in `_MAX_ROUNDS` (an island with
+    thousands of distinct blocking coalitions): paying the bids blocks nothing and the core is
+    convex, so the points of the segment that are in the core form one stretch ending at the
+    bids. The answer is in the core and between VCG and the bids, but not revenue-minimal.
+    """
+
+    def along(step: int) -> list[int]:
+        return [p + -(-(b - p) * step // _BISECTION) for p, b in zip(point, bids, strict=True)]
+
+    low, high = -1, _BISECTION  # blocked at low (or not checked: -1), in the core at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if blocks(along(middle)):
+            low = middle
+        else:
+            high = middle
+    return along(high)
 
 
 def _options(own: Table) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
