@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -28,8 +29,8 @@ from burstmarket.auction.qp import minimize, nearest_to_origin
 Floats = npt.NDArray[np.float64]
 
 _SNAP = 1e-3  # µUSD: a solver value this close above a whole µUSD is that µUSD
-_MAX_ROUNDS = 50
-_BISECTION = 1 << 12  # steps between the last point and the bids in the fallback
+_MAX_ROUNDS = 20
+_BISECTION = 1 << 10  # steps between the last point and the bids in the fallback
 _REVENUE_SLACK = 1e-7  # USD: the LP's own tolerance, so the QP's face is never empty
 
 
@@ -142,10 +143,14 @@ def _most_blocking(
     if round(float(table[capacity])) + sum(keeps) <= best:
         return None
     table = base
-    choices: list[npt.NDArray[np.int32]] = []
-    for sizes, values in gains:
+    # per taking part winner, the size it takes at each capacity (0: stays out)
+    choices: dict[int, npt.NDArray[Any]] = {}
+    size_type = np.int16 if capacity < np.iinfo(np.int16).max else np.int32
+    for j, (sizes, values) in enumerate(gains):
+        if not len(sizes):
+            continue  # nothing it could take is worth its keep: it stays out
         new = table.copy()
-        choice = np.zeros(capacity + 1, dtype=np.int32)
+        choice = np.zeros(capacity + 1, dtype=size_type)
         for size, gain in zip(sizes.tolist(), values.tolist(), strict=True):
             if size <= capacity:
                 candidate = table[: capacity + 1 - size] + gain
@@ -153,11 +158,11 @@ def _most_blocking(
                 new[size:][better] = candidate[better]
                 choice[size:][better] = size
         table = new
-        choices.append(choice)
+        choices[j] = choice
     left_out: list[int] = []
     room = capacity
     for j in range(len(gains) - 1, -1, -1):
-        taken = int(choices[j][room])
+        taken = int(choices[j][room]) if j in choices else 0
         if taken:
             room -= taken
         else:
