@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -59,16 +60,154 @@ def serve(
     tick_seconds: Annotated[
         float, typer.Option(min=0.001, help="Market time between two ticks of an island.")
     ] = 10.0,
+    simulate: Annotated[
+        bool,
+        typer.Option(
+            help="Start simulated tenants (VM and Kubernetes clusters on two islands) that "
+            "trade through the HTTP API, so every feed and the dashboard move."
+        ),
+    ] = False,
+    speed: Annotated[
+        float | None,
+        typer.Option(
+            min=1.0,
+            help="Run market time this many times faster than the wall clock, for a demo: "
+            "the service runs on the manual clock and the simulation ticks it.",
+        ),
+    ] = None,
 ) -> None:
-    """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN)."""
+    """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
+
+    The dashboard is at http://HOST:PORT/. With --simulate or --speed and no
+    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only.
+    """
+    import dataclasses
+    import secrets
+
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
 
-    run_server(
-        Settings.from_env(
-            clock=clock.value, data_dir=data_dir, host=host, port=port, tick_seconds=tick_seconds
-        )
+    settings = Settings.from_env(
+        clock="manual" if speed is not None else clock.value,
+        data_dir=data_dir,
+        host=host,
+        port=port,
+        tick_seconds=tick_seconds,
     )
+    if (simulate or speed is not None) and settings.operator_token is None:
+        settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
+    pace = f"{speed:g}x real time" if speed else f"real time, a tick every {tick_seconds:g} s"
+    typer.echo(f"burstmarket: dashboard {url}/  (port {port}, data dir {data_dir.resolve()})")
+    typer.echo(f"burstmarket: market time {pace}; simulated tenants {'on' if simulate else 'off'}")
+    if simulate or speed is not None:
+        from burstmarket.simulation.live import LiveOptions, start
+
+        assert settings.operator_token is not None
+        start(
+            LiveOptions(
+                base_url=url,
+                operator_token=settings.operator_token,
+                data_dir=data_dir,
+                tick_seconds=tick_seconds,
+                tenants=simulate,
+                speed=speed,
+            )
+        )
+    run_server(settings)
+
+
+@app.command(name="simulate")
+def simulate_history(
+    days: Annotated[
+        float, typer.Option(min=0.001, help="Days of market time to simulate (fractions too).")
+    ] = 1.0,
+    out: Annotated[
+        Path,
+        typer.Option(help="Data dir to write: market.duckdb, history/ (Parquet), simulate.log."),
+    ] = Path("data/simulated"),
+    tick_seconds: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="Market time between two ticks of an island (30 minutes keeps a simulated "
+            "day to 48 ticks per island).",
+        ),
+    ] = 1800.0,
+    seed: Annotated[int, typer.Option(help="Draws the tenants and their behaviour.")] = 1,
+) -> None:
+    """Generate days of market history as fast as the machine allows.
+
+    The service's own engine, store and feed run in this process on the manual clock; simulated
+    tenants (the same as `serve --simulate`) trade through the HTTP API in-process, ticks run
+    back to back, and the history is written as Parquet under OUT/history, ready for
+    `read_parquet('OUT/history/ticks/**/*.parquet', hive_partitioning = true)`. An OUT that
+    holds a market already is continued.
+    """
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from burstmarket.simulation.history import SimulateOptions, simulate, ticks_for
+
+    options = SimulateOptions(out=out, days=days, tick_seconds=tick_seconds, seed=seed)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[time]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns) as progress:
+        task = progress.add_task("ticks", total=ticks_for(options), time="")
+        reached = asyncio.run(
+            simulate(options, lambda stats: progress.update(task, advance=1, time=stats["time"]))
+        )
+    typer.echo(f"simulated up to {reached.isoformat()}; history in {out / 'history'}")
+
+
+@app.command(name="export")
+def export_history(
+    start: Annotated[str, typer.Option(help="First day or time, RFC 3339 (UTC if no zone).")],
+    end: Annotated[str, typer.Option(help="End, exclusive, RFC 3339 (UTC if no zone).")],
+    out: Annotated[Path, typer.Option(help="Directory to write the Parquet files to.")],
+    data_dir: Annotated[
+        Path, typer.Option(help="The service's data dir (its history/ is read).")
+    ] = Path("data"),
+    island: Annotated[
+        list[str] | None, typer.Option(help="Only this island (repeatable); default all.")
+    ] = None,
+) -> None:
+    """Export the market history of [START, END) to a directory of Parquet.
+
+    Reads DATA_DIR/history (safe beside a running service) and writes the same layout,
+    OUT/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet, for the tables ticks,
+    cluster_rates, allocations and ladder.
+    """
+    from rich.progress import Progress
+
+    from burstmarket.export import export
+
+    first, last = _utc(start, "--start"), _utc(end, "--end")
+    if last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    history = data_dir / "history"
+    if not history.is_dir():
+        raise typer.BadParameter(f"{history} holds no history", param_hint="--data-dir")
+    with Progress(transient=True) as progress:
+        task = progress.add_task("exporting", total=None)
+        written = export(
+            history, out, first, last, island, lambda path: progress.update(task, advance=1)
+        )
+    typer.echo(f"{len(written)} Parquet files written under {out}")
+
+
+def _utc(value: str, name: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter("must be an RFC 3339 date or time", param_hint=name) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def main() -> None:

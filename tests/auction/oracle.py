@@ -3,10 +3,10 @@
 Nothing here shares code with the engine (only its input types and the price grid): winner
 determination and every V(·) enumerate all subsets of units; the core constraints enumerate all
 subsets of winning clusters; the minimum core revenue is an exact rational simplex whose answer
-is re-checked by an LP duality certificate; the point nearest VCG is found by enumerating active
-sets and accepting the first one that satisfies the KKT conditions exactly (the problem is
-strictly convex, so that point is the unique optimum); the ladder re-runs the whole auction with
-a newcomer at successive grid prices.
+is re-checked by an LP duality certificate; the point nearest VCG comes from an exact active-set
+method and is accepted only if it satisfies the KKT conditions exactly (the problem is strictly
+convex, so that point is the unique optimum), with a plain enumeration of active sets behind it;
+the ladder re-runs the whole auction with a newcomer at successive grid prices.
 
 Payments inside are *surpluses* over the reserve (payment − r·K·g), the form in which the core
 constraints are simplest; `Expected` adds the reserve back.

@@ -1,7 +1,9 @@
 """The engine against the brute-force oracle on random small islands (≤ 8 nodes, ≤ 8 units).
 
 Prices come from a small palette of grid prices so that equal bids, equal values and ties for the
-last node are common; `since` takes few values so equal ages fall back to input order.
+last node are common; `since` takes few values so equal ages fall back to input order. Besides
+islands of any shape, two strategies aim at the core: singles against gangs that would displace
+several of them, where VCG alone is outside the core and the shortfall is shared fractionally.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def shortfall_islands(draw: st.DrawFn) -> IslandInput:
         for i in range(k)
     ]
     mean = sum(u.price for u in singles) // (k * PRICE_STEP) * PRICE_STEP
-    gang_price = max(reserve, mean + draw(st.integers(-3, 1)) * PRICE_STEP)
+    gang_price = max(reserve, PRICE_STEP, mean + draw(st.integers(-3, 1)) * PRICE_STEP)
     gang = Unit("g", "gang", k, gang_price, draw(st.sampled_from([0, 1, 2])))
     return IslandInput(
         nodes=k,

@@ -7,11 +7,13 @@ import importlib.util
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Protocol
 
-from litestar import Litestar
+from litestar import Litestar, MediaType, Response, get
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
 
 from burstmarket import __version__
@@ -46,6 +48,16 @@ def _build_feed(db: Database, settings: Settings) -> Feed | None:
         return None
     build = getattr(importlib.import_module("burstmarket.feed"), "build_feed", None)
     return None if build is None else build(db, settings)
+
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+"""The dashboard's page, script and styles (shipped in the package, no CDN)."""
+
+
+@get("/", include_in_schema=False)
+async def dashboard() -> Response[bytes]:
+    """The live dashboard (public, like the market data it shows)."""
+    return Response((STATIC / "index.html").read_bytes(), media_type=MediaType.HTML)
 
 
 def _clock(settings: Settings) -> Clock:
@@ -84,6 +96,7 @@ def create_app(settings: Settings) -> Litestar:
             db.close()
 
     handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
+    handlers += [dashboard, create_static_files_router("/static", [STATIC])]
     if feed is not None:
         handlers += feed.route_handlers
     return Litestar(

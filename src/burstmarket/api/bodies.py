@@ -75,6 +75,13 @@ class IslandBody(Body):
     nodes: int | None = None
     reserve_price: Number | None = None
     node_spec: Any = msgspec.UNSET
+    base_load_cap: int | None = None
+
+
+class BaseLoadBody(Body):
+    nodes: int
+    rate_per_gpu_hour: Number
+    term_hours: int
 
 
 class Ticks(Body):

@@ -1,5 +1,5 @@
-"""Operator endpoints (operator token): accounts, credit, clusters, islands, manual ticks; and
-the public island list."""
+"""Operator endpoints (operator token): accounts, credit, clusters, islands, node actions
+(cordon, dark, uncordon), base load blocks, manual ticks; and the public island list."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from litestar import Request, get, post, put
 
 from burstmarket.api.auth import require_operator
 from burstmarket.api.bodies import (
+    BaseLoadBody,
     Credit,
     IslandBody,
     NewAccount,
@@ -19,6 +20,7 @@ from burstmarket.api.bodies import (
     amount,
     decode,
     optional_price,
+    price,
 )
 from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
@@ -85,7 +87,64 @@ def put_island(request: AnyRequest, services: Services, island_id: str, body: by
         optional_price("reserve_price", data.reserve_price),
         data.node_spec if set_spec else None,
         set_spec,
+        data.base_load_cap,
     )
+
+
+@get("/api/admin/islands/{island_id:str}/nodes")
+@threaded
+def get_nodes(request: AnyRequest, services: Services, island_id: str) -> list[Json]:
+    """Every node of the island: free, held, base_load, cordoned or dark."""
+    _operator(request, services)
+    return services.operator.nodes.nodes(island_id)
+
+
+def _node_action(
+    request: AnyRequest, services: Services, island_id: str, node_id: str, action: str
+) -> Json:
+    _operator(request, services)
+    return services.operator.nodes.act(island_id, node_id, action)
+
+
+@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/cordon", status_code=200)
+@threaded
+def post_cordon(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+    """Out of service (health check): billing stops at once; inside a window the cluster is
+    owed a replacement, granted ahead of bids, that inherits the window at the locked price."""
+    return _node_action(request, services, island_id, node_id, "cordon")
+
+
+@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/dark", status_code=200)
+@threaded
+def post_dark(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+    """Kubelet lost: like cordon; inside a window a replacement is owed for its rest."""
+    return _node_action(request, services, island_id, node_id, "dark")
+
+
+@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/uncordon", status_code=200)
+@threaded
+def post_uncordon(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+    """Back in service: the node returns to its cluster as idle capacity (or is free)."""
+    return _node_action(request, services, island_id, node_id, "uncordon")
+
+
+@post("/api/admin/clusters/{cluster_id:str}/base-load", status_code=201)
+@threaded
+def post_base_load(request: AnyRequest, services: Services, cluster_id: str, body: bytes) -> Json:
+    """A base load block for a Kubernetes cluster: one live block per cluster
+    (`one-per-cluster`), within the island's `base_load_cap`."""
+    _operator(request, services)
+    data = decode(body, BaseLoadBody)
+    rate = price("rate_per_gpu_hour", data.rate_per_gpu_hour)
+    return services.operator.base_load.create(cluster_id, data.nodes, rate, data.term_hours)
+
+
+@get("/api/admin/clusters/{cluster_id:str}/base-load")
+@threaded
+def get_base_load(request: AnyRequest, services: Services, cluster_id: str) -> list[Json]:
+    """The cluster's base load blocks, newest first."""
+    _operator(request, services)
+    return services.operator.base_load.blocks(cluster_id)
 
 
 @post("/api/admin/ticks", status_code=200)
@@ -116,4 +175,18 @@ async def post_ticks(request: AnyRequest, services: Services, body: bytes) -> Js
     return {**last[shown].stats, "islands": [last[i].stats for i in islands]}
 
 
-ROUTES = [get_islands, post_account, get_account, post_credit, post_cluster, put_island, post_ticks]
+ROUTES = [
+    get_islands,
+    post_account,
+    get_account,
+    post_credit,
+    post_cluster,
+    put_island,
+    get_nodes,
+    post_cordon,
+    post_dark,
+    post_uncordon,
+    post_base_load,
+    get_base_load,
+    post_ticks,
+]

@@ -32,6 +32,7 @@ from burstmarket.feed.reader import FeedReader
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
 from burstmarket.history.store import Database
+from burstmarket.market.refusals import log_refusal
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ class Feed:
                 frame = parse_frame(data.get("text") or data.get("bytes") or b"")
                 await self._handle(subscriber, frame)
             except MarketError as error:
-                log.warning(error.log_line())
+                log_refusal(error)
                 subscriber.offer(error_event(error), granted=True)
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:

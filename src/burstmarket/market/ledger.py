@@ -1,9 +1,11 @@
 """Ledger rows: exact integer amounts in ledger units (money.LEDGER_UNITS_PER_USD), append-only.
 
 Positive units are owed by the account. `deposit` rows (credits) are negative; `charge` (a tick's
-rate × GPUs × tick length), `refund` (a scale-down inside a billed interval, negative) and
-`hold` (a Kubernetes node's minimum hold or 5-minute increment) are billed; `commitment` and
-`release` are the spend guard's worst-case record, never billed and never in the balance.
+rate × GPUs × tick length), `refund` (a scale-down or operator cordon inside a billed interval,
+negative), `hold` (a Kubernetes node's minimum hold or 5-minute increment) and `base_load` (a
+base load block's 5-minute step, or its negative rest when the block is cancelled) are billed;
+`commitment` and `release` are the spend guard's worst-case record, never billed and never in
+the balance.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ DEPOSIT = "deposit"
 CHARGE = "charge"
 REFUND = "refund"
 HOLD = "hold"
+BASE_LOAD = "base_load"
 COMMITMENT = "commitment"
 RELEASE = "release"
-BILLED = (CHARGE, REFUND, HOLD)
+BILLED = (CHARGE, REFUND, HOLD, BASE_LOAD)
 BALANCE = (DEPOSIT, *BILLED)
 
 
@@ -42,3 +45,35 @@ class Entry:
 def amount(rate: int, gpus: int, span_ns: int) -> int:
     """Ledger units for `gpus` GPUs at `rate` µUSD per GPU-hour over `span_ns` (whole ms)."""
     return rate * gpus * (span_ns // NS_PER_MS)
+
+
+def refund_rest(
+    at: int,
+    account: str,
+    cluster: str,
+    island: str,
+    node: str,
+    rate: int,
+    gpus: int,
+    billed: tuple[int, int] | None,
+) -> Entry | None:
+    """The negative rest of the interval the last tick billed in advance for one node, from
+    `at`: billing for the node stops at once."""
+    if billed is None or billed[1] <= at:
+        return None
+    start = max(at, billed[0])
+    span = billed[1] - start
+    return Entry(
+        at=at,
+        account=account,
+        kind=REFUND,
+        units=-amount(rate, gpus, span),
+        cluster=cluster,
+        island=island,
+        node=node,
+        period_start=start,
+        period_end=billed[1],
+        gpus=-gpus,
+        gpu_ms=-gpus * (span // NS_PER_MS),
+        rate=rate,
+    )

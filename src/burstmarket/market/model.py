@@ -14,6 +14,10 @@ K8S_HOLD_NS = NS_PER_HOUR
 K8S_INCREMENT_NS = 300 * NS_PER_S
 """...and after it in whole 5-minute increments."""
 IDLE_GRACE_NS = 300 * NS_PER_S
+BASE_LOAD_STEP_NS = 300 * NS_PER_S
+"""A base load block bills its whole block in 5-minute steps, each as it starts."""
+BASE_LOAD_GRACE_NS = 24 * NS_PER_HOUR
+"""A balance at or below zero for this long cancels a live block."""
 SPEND_WINDOW_NS = 24 * NS_PER_HOUR
 RENEWAL_NS = NS_PER_HOUR
 """A node kept past its commitment commits one more hour's worst case at a time."""
@@ -21,6 +25,30 @@ RENEWAL_NS = NS_PER_HOUR
 # pending reasons a cluster's reads show (also the refusal codes)
 SPEND_LIMIT = "spend-limit"
 BILLING_HOLD = "billing-hold"
+
+# node service states an operator sets (None: in service)
+CORDONED = "cordoned"
+DARK = "dark"
+
+# base load block states
+LIVE = "live"
+ENDED = "ended"
+CANCELLED = "cancelled"
+
+PRIORITY_CLASSES = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+    "high": 1000,
+    "normal": 0,
+    "default": 0,
+    "low": -1000,
+}
+"""Waiting jobs are placed on capacity the cluster already has (its block, its idle nodes) in
+this order, highest first; no class or a name not listed ranks as Kubernetes' default, 0."""
+
+
+def priority(priority_class: str | None) -> int:
+    return PRIORITY_CLASSES.get(priority_class or "", 0)
 
 
 class Row:
@@ -38,6 +66,8 @@ class Island(Row):
     nodes: int
     reserve_price: int
     node_spec: str | None
+    base_load_cap: int = 0
+    """How many nodes base load blocks may reserve on the island."""
 
 
 @dataclass(slots=True)
@@ -69,12 +99,25 @@ class Node(Row):
     locked_price: int | None
     commit_price: int | None
     commit_ends_at: int | None
+    service: str | None = None
+    """None in service, else cordoned or dark: out of service, kept by its cluster, unbilled."""
+    owed_until: int | None = None
+    """Out of service inside a window: the cluster is owed a replacement until then."""
+    block: str | None = None
+    """The base load block holding the node."""
 
     def window_open(self, now: int) -> bool:
         return self.window_ends_at is not None and self.window_ends_at > now
 
+    def is_free(self) -> bool:
+        return self.cluster is None and self.service is None
+
+    def owed(self, now: int) -> bool:
+        return self.owed_until is not None and self.owed_until > now
+
     def free(self) -> None:
-        self.cluster = self.job = None
+        """Back to the island (an out-of-service node stays out of service)."""
+        self.cluster = self.job = self.block = self.owed_until = None
         self.granted_at = self.window_ends_at = self.hold_until = self.idle_since = None
         self.locked_price = self.commit_price = self.commit_ends_at = None
 
@@ -96,6 +139,24 @@ class Job(Row):
     def price(self, cluster: Cluster) -> int | None:
         """The job's own limit price, else the cluster's (None bids nothing)."""
         return self.limit_price if self.limit_price is not None else cluster.limit_price
+
+
+@dataclass(slots=True)
+class Block(Row):
+    """A base load block: `nodes` fixed nodes for [starts_at, ends_at) at `rate` µUSD per
+    GPU-hour, billed in 5-minute steps up to `billed_until`."""
+
+    id: str
+    cluster: str
+    island: str
+    nodes: int
+    rate: int
+    starts_at: int
+    ends_at: int
+    state: str
+    ended_at: int | None
+    billed_until: int
+    negative_since: int | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""What the operator token may do: accounts and their credit, clusters, islands."""
+"""What the operator token may do: accounts and their credit, clusters, islands; node actions
+(`nodes`, market/nodes.py) and base load blocks (`base_load`, market/base_load.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import secrets
 from typing import Any
 
 from burstmarket.errors import Conflict, Invalid, NotFound
+from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.ledger import DEPOSIT, Entry
 from burstmarket.market.model import Island
+from burstmarket.market.nodes import NodeActions
 from burstmarket.market.service import Market, token_hash
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
@@ -27,6 +30,8 @@ def _name(field: str, value: str) -> str:
 class Operator:
     def __init__(self, market: Market) -> None:
         self.m = market
+        self.nodes = NodeActions(market)
+        self.base_load = BaseLoadDesk(market)
 
     # --- accounts -------------------------------------------------------------------------
 
@@ -124,11 +129,14 @@ class Operator:
         reserve_price: int | None,
         node_spec: Any,
         set_spec: bool,
+        base_load_cap: int | None = None,
     ) -> dict[str, Any]:
         _name("id", island_id)
         for field, value in (("gpus_per_node", gpus_per_node), ("nodes", nodes)):
             if value is not None and not 1 <= value <= 100_000:
                 raise Invalid(field, "must be between 1 and 100000")
+        if base_load_cap is not None and base_load_cap < 0:
+            raise Invalid("base_load_cap", "must not be negative", base_load_cap=base_load_cap)
         spec = json.dumps(node_spec) if set_spec and node_spec is not None else None
         with self.m.lock:
             cur = self.m.db.cursor()
@@ -141,10 +149,29 @@ class Operator:
                     raise Invalid(
                         "island", "a new island needs gpus_per_node, nodes and reserve_price"
                     )
+                if base_load_cap is not None and base_load_cap > nodes:
+                    raise Invalid(
+                        "base_load_cap",
+                        f"must not exceed the island's {nodes} nodes",
+                        base_load_cap=base_load_cap,
+                    )
                 self.m.create_island(Island(island_id, gpus_per_node, nodes, reserve_price, spec))
+                if base_load_cap is not None:
+                    cur = self.m.db.cursor()
+                    try:
+                        island = self.m.island(cur, island_id)
+                    finally:
+                        cur.close()
+                    self._update_island(island, None, None, None, None, False, base_load_cap)
             else:
                 self._update_island(
-                    Island.from_row(row), gpus_per_node, nodes, reserve_price, spec, set_spec
+                    Island.from_row(row),
+                    gpus_per_node,
+                    nodes,
+                    reserve_price,
+                    spec,
+                    set_spec,
+                    base_load_cap,
                 )
         cur = self.m.db.cursor()
         try:
@@ -160,6 +187,7 @@ class Operator:
         reserve_price: int | None,
         spec: str | None,
         set_spec: bool,
+        base_load_cap: int | None,
     ) -> None:
         with self.m.db.write() as cur:
             busy = fetch_one(cur, "island_busy", island=island.id)
@@ -188,6 +216,14 @@ class Operator:
                 island.reserve_price = reserve_price
             if set_spec:
                 island.node_spec = spec
+            if base_load_cap is not None:
+                island.base_load_cap = base_load_cap
+            if island.base_load_cap > island.nodes:
+                raise Invalid(
+                    "base_load_cap",
+                    f"must not exceed the island's {island.nodes} nodes",
+                    base_load_cap=island.base_load_cap,
+                )
             run(
                 cur,
                 "update_island",
@@ -196,6 +232,7 @@ class Operator:
                 nodes=island.nodes,
                 reserve_price=island.reserve_price,
                 node_spec=island.node_spec,
+                base_load_cap=island.base_load_cap,
             )
 
 
@@ -206,4 +243,5 @@ def _island_view(island: Island) -> dict[str, Any]:
         "nodes": island.nodes,
         "reserve_price": usd(island.reserve_price),
         "node_spec": None if island.node_spec is None else json.loads(island.node_spec),
+        "base_load_cap": island.base_load_cap,
     }

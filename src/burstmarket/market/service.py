@@ -20,7 +20,7 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetim
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.market.ledger import BALANCE, Entry
-from burstmarket.market.model import Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import MICROS_PER_USD, micros_to_decimal, units_to_usd, usd
 from burstmarket.settings import Settings
@@ -231,6 +231,7 @@ class Market:
             balances={c.account: self.balances.get(c.account, 0) for c in clusters.values()},
             spent=spent,
             rates=dict(self.rates.get(island_id, {})),
+            blocks=[Block.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)],
         )
 
     def _write_tick(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
@@ -322,6 +323,7 @@ class Market:
             s.VERDICTS,
             [{"island": island, "tick": tick, "cluster": c, "verdict": v} for c, v in out.verdicts],
         )
+        write_batch(cur, "update_blocks", s.BLOCKS, [_block_row(b) for b in out.blocks])
 
 
 def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
@@ -397,6 +399,19 @@ def _node_row(n: Node) -> dict[str, Any]:
         "locked_price": n.locked_price,
         "commit_price": n.commit_price,
         "commit_ends_at": n.commit_ends_at,
+        "service": n.service,
+        "owed_until": n.owed_until,
+        "block": n.block,
+    }
+
+
+def _block_row(b: Block) -> dict[str, Any]:
+    return {
+        "id": b.id,
+        "state": b.state,
+        "ended_at": b.ended_at,
+        "billed_until": b.billed_until,
+        "negative_since": b.negative_since,
     }
 
 

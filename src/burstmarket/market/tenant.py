@@ -489,7 +489,7 @@ class Tenant:
                     "gpu_hours": int(r["gpu_ms"]) / 3_600_000,
                     "amount_usd": float(units_to_usd(int(r["units"]))),
                     "amount_units": int(r["units"]),
-                    "kind": "market",
+                    "kind": r["kind"],
                 }
                 for r in rows
             ]

@@ -1,10 +1,18 @@
 """One tick on one island as a pure function: state in, state changes and rows out (MARKET.md).
 
-`run_tick` does housekeeping (billing hold, idle release, commitment renewals, jobs onto idle
-nodes), turns the state into the auction's demand units and protected holdings, clears them,
-and applies the outcome: reclaims first, then new grants onto free nodes in index order (a held
-node whose unit wins stays where it is). It does no I/O; the service reads its input from the
-store and writes its output in one transaction, so replaying a tick gives the same rows.
+`run_tick` does housekeeping (base load terms and cancellations, billing hold, owed
+replacements lapsing, idle release, commitment renewals), delivers what is owed ahead of bids
+(base load blocks short of nodes, replacements for nodes out of service inside their window),
+places jobs on capacity the cluster already has (its block, then its idle nodes), turns the
+rest into the auction's demand units and protected holdings, clears them, and applies the
+outcome: reclaims first, then owed replacements, then new grants onto free nodes in index order
+(a held node whose unit wins stays where it is). Last it bills: market charges and the blocks'
+5-minute steps. It does no I/O; the service reads its input from the store and writes its
+output in one transaction, so replaying a tick gives the same rows.
+
+A node is in exactly one of four places: free; held in the market (`holdings`); held by a base
+load block (`block_nodes`, never contestable, never in market statistics); or out of service
+(`out_of_service`, kept by its cluster, unbilled, never contestable).
 """
 
 from __future__ import annotations
@@ -18,21 +26,28 @@ from burstmarket.auction import Clearing, IslandInput, Protected, Unit, clear
 from burstmarket.clock import NS_PER_MS
 from burstmarket.errors import BillingHold, SpendLimit
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import CHARGE, COMMITMENT, HOLD, RELEASE, Entry, amount
+from burstmarket.market.ledger import BASE_LOAD, CHARGE, COMMITMENT, HOLD, RELEASE, Entry, amount
 from burstmarket.market.model import (
+    BASE_LOAD_GRACE_NS,
+    BASE_LOAD_STEP_NS,
     BILLING_HOLD,
+    CANCELLED,
+    ENDED,
     IDLE_GRACE_NS,
     K8S_HOLD_NS,
     K8S_INCREMENT_NS,
     K8S_WINDOW_NS,
+    LIVE,
     RENEWAL_NS,
     SPEND_LIMIT,
     VM_WINDOW_NS,
+    Block,
     Cluster,
     Island,
     Job,
     JobEvent,
     Node,
+    priority,
 )
 from burstmarket.market.refusals import log_refusal
 from burstmarket.money import usd
@@ -57,6 +72,8 @@ class TickInput:
     """Cluster (with a spend limit) -> billed units in its open spend window."""
     rates: dict[str, int]
     """Cluster -> its rate at the previous tick (µUSD per GPU-hour)."""
+    blocks: list[Block] = field(default_factory=list)
+    """The island's live base load blocks."""
 
 
 @dataclass(slots=True)
@@ -73,13 +90,15 @@ class TickOutput:
     pending_gpus: int
     verdicts: list[tuple[str, str]]
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
+    blocks: list[Block] = field(default_factory=list)
+    """Blocks whose row changed: billing progress, end of term, cancellation."""
 
 
 @dataclass(slots=True)
 class _Demand:
     """What one auction unit stands for, to apply its outcome."""
 
-    kind: str  # held | idle | running | vm | job
+    kind: str  # held | idle | running (nodes held) | vm | job | short (nodes wanted)
     cluster: Cluster
     nodes: list[Node] = field(default_factory=list)
     job: Job | None = None
@@ -101,9 +120,19 @@ class _Tick:
         self.r = inp.island.reserve_price
         self.clusters = inp.clusters
         self.holdings: dict[str, list[Node]] = defaultdict(list)
+        self.block_nodes: dict[str, list[Node]] = defaultdict(list)
+        self.out_of_service: list[Node] = []
         for n in inp.nodes:
-            if n.cluster is not None:
+            if n.service is not None:
+                self.out_of_service.append(n)
+            elif n.block is not None:
+                self.block_nodes[n.block].append(n)
+            elif n.cluster is not None:
                 self.holdings[n.cluster].append(n)
+        self.blocks: dict[str, Block] = {b.cluster: b for b in inp.blocks}
+        self.credit: dict[tuple[str, str], list[Node]] = {}
+        """Pending job -> idle block nodes that count toward it; it bids only for the rest."""
+        self.changed_blocks: dict[str, Block] = {}
         self.jobs: dict[tuple[str, str], Job] = {(j.cluster, j.name): j for j in inp.jobs}
         self.changed_nodes: dict[str, Node] = {}
         self.changed_jobs: dict[tuple[str, str], Job] = {}
@@ -118,9 +147,14 @@ class _Tick:
     # --- the tick -------------------------------------------------------------------------
 
     def run(self) -> TickOutput:
+        self._end_blocks()
         self._billing_hold()
+        self._lapse_owed()
         self._release_idle()
         self._renew_commitments()
+        self._deliver_blocks()
+        self._deliver_owed()
+        self._place_on_blocks()
         self._place_on_idle()
         units, protected, demand = self._demand()
         clearing = clear(
@@ -134,6 +168,8 @@ class _Tick:
         )
         self._apply(clearing, units, demand)
         self._charge(clearing)
+        for b in self._live_blocks():
+            self._bill_block(b, min(self.t + self.inp.interval_ns, b.ends_at))
         self._job_verdicts()
         self._set_reasons()
         return self._output(clearing)
@@ -145,8 +181,10 @@ class _Tick:
             if self.inp.balances.get(c.account, 0) > 0 or not self._wants(c):
                 continue
             self.refused[c.id] = BILLING_HOLD
+            # a live block keeps running: only jobs holding market nodes are preempted
             for job in self._jobs_of(c, "running"):
-                self._preempt(job, "billing hold: the account's balance is at or below zero")
+                if any(n.job == job.name for n in self.holdings[c.id]):
+                    self._preempt(job, "billing hold: the account's balance is at or below zero")
             for n in list(self.holdings[c.id]):
                 self._release(n)
 
@@ -181,19 +219,272 @@ class _Tick:
                 self._commit(c, worst)
                 self._touch(n)
 
+    def _lapse_owed(self) -> None:
+        """A replacement is owed for the rest of the window only (wall-clock)."""
+        for n in self.out_of_service:
+            if n.owed_until is not None and not n.owed(self.t):
+                n.owed_until = n.job = n.window_ends_at = n.hold_until = None
+                self._touch(n)
+
     def _place_on_idle(self) -> None:
-        """Pending jobs that fit on nodes the cluster already holds run there, inheriting the
-        windows (no market needed: the cluster holds and pays for those nodes)."""
+        """Waiting jobs that fit on idle nodes the cluster already holds (with what its block
+        leaves them) run there, inheriting the windows: no market needed, the cluster holds and
+        pays for those nodes. Higher priority classes first, then the oldest."""
         for c in self._sorted_clusters("k8s"):
             idle = [n for n in self.holdings[c.id] if n.job is None]
-            for job in self._jobs_of(c, "pending"):
-                if job.nodes > len(idle):
+            for job in self._waiting(c):
+                credit = self.credit.get((c.id, job.name), [])
+                need = job.nodes - len(credit)
+                if need > len(idle):
                     continue
-                taken, idle = idle[: job.nodes], idle[job.nodes :]
-                for n in taken:
-                    n.job, n.idle_since = job.name, None
-                    self._touch(n)
+                taken, idle = idle[:need], idle[need:]
+                self.credit.pop((c.id, job.name), None)
+                self._assign(job, [*credit, *taken])
                 self._start(job, c, "placed on idle nodes the cluster holds")
+
+    # --- base load blocks -----------------------------------------------------------------
+
+    def _end_blocks(self) -> None:
+        """End of term steps the nodes down into the market; a balance at or below zero for
+        24 h cancels the block at that moment."""
+        for b in self._live_blocks():
+            c = self.clusters[b.cluster]
+            if self.inp.balances.get(c.account, 0) > 0:
+                if b.negative_since is not None:
+                    b.negative_since = None
+                    self._touch_block(b)
+            elif b.negative_since is None:
+                b.negative_since = self.t
+                self._touch_block(b)
+            cancel_at = None if b.negative_since is None else b.negative_since + BASE_LOAD_GRACE_NS
+            if cancel_at is not None and cancel_at <= self.t and cancel_at < b.ends_at:
+                self._cancel_block(b, cancel_at)
+            elif self.t >= b.ends_at:
+                self._step_down(b)
+
+    def _bill_block(self, b: Block, until: int) -> None:
+        """Bill every 5-minute step of the block that starts before `until`, for every node of
+        the block, idle or busy, delivered or being replaced."""
+        c = self.clusters[b.cluster]
+        gpus = b.nodes * self.g
+        while b.billed_until < min(until, b.ends_at):
+            start = b.billed_until
+            end = min(start + BASE_LOAD_STEP_NS, b.ends_at)
+            self._block_entry(b, c, start, end, gpus)
+            b.billed_until = end
+            self._touch_block(b)
+
+    def _block_entry(self, b: Block, c: Cluster, start: int, end: int, gpus: int) -> None:
+        """One base load row over [start, end); negative GPUs undo a billed rest."""
+        span = end - start if gpus > 0 else start - end
+        self.ledger.append(
+            Entry(
+                at=self.t,
+                account=c.account,
+                kind=BASE_LOAD,
+                units=amount(b.rate, gpus, span),
+                cluster=c.id,
+                island=self.inp.island.id,
+                tick=self.inp.tick,
+                period_start=min(start, end),
+                period_end=max(start, end),
+                gpus=gpus,
+                gpu_ms=gpus * (span // NS_PER_MS),
+                rate=b.rate,
+            )
+        )
+
+    def _cancel_block(self, b: Block, at: int) -> None:
+        """Billing stops at `at` (the billed rest is undone); the nodes return to the market
+        (the billing hold is reclaiming the cluster's market capacity anyway)."""
+        self._bill_block(b, at)
+        c = self.clusters[b.cluster]
+        if b.billed_until > at:
+            self._block_entry(b, c, b.billed_until, at, -b.nodes * self.g)
+            b.billed_until = at
+        for job in self._block_jobs(b):
+            self._preempt(job, "base load block cancelled: the balance stayed at or below zero")
+        for n in self.block_nodes.pop(b.id, []):
+            n.free()
+            self._touch(n)
+        self._close_block(b, CANCELLED, at)
+
+    def _step_down(self, b: Block) -> None:
+        """End of term: the nodes stay with the cluster as market nodes under a fresh window
+        from the end, locked at the declared price (the job's, else the cluster's) or, with
+        none or one under the reserve, at the reserve; no minimum hold; idle ones get the
+        usual idle grace."""
+        self._bill_block(b, b.ends_at)
+        c = self.clusters[b.cluster]
+        end = b.ends_at
+        for n in self.block_nodes.pop(b.id, []):
+            job = self.jobs.get((c.id, n.job)) if n.job else None
+            declared = job.price(c) if job is not None else c.limit_price
+            locked = declared if declared is not None and declared >= self.r else self.r
+            n.block = None
+            n.granted_at, n.window_ends_at, n.hold_until = end, end + K8S_WINDOW_NS, None
+            n.idle_since = None if job is not None else end
+            n.locked_price = n.commit_price = locked
+            n.commit_ends_at = n.window_ends_at
+            self._commit(c, worst_case(locked, self.g, max(0, n.window_ends_at - self.t)))
+            self.holdings[c.id].append(n)
+            self._touch(n)
+        self._close_block(b, ENDED, end)
+
+    def _close_block(self, b: Block, state: str, at: int) -> None:
+        for n in self.out_of_service:
+            if n.block == b.id:
+                n.block = None
+                self._touch(n)
+        b.state, b.ended_at = state, at
+        self._touch_block(b)
+
+    def _deliver_blocks(self) -> None:
+        """A block short of in-service nodes takes free nodes, then market nodes: idle ones on
+        the cheapest standing bids first, then busy ones, windows included (a block being
+        delivered outranks the window). A block over its size (a node back from the operator)
+        hands an idle node to its cluster's market holdings."""
+        for b in self._live_blocks():
+            held = self.block_nodes[b.id]
+            idle = [n for n in held if n.job is None]
+            while len(held) > b.nodes and idle:
+                self._leave_block(b, idle.pop())
+            while len(held) < b.nodes:
+                free = self._free()
+                n = free[0] if free else self._victim(b)
+                if n is None:
+                    break
+                if n.cluster is not None:
+                    self._seize(n)
+                self._join_block(b, n)
+
+    def _victim(self, b: Block) -> Node | None:
+        """The block's own idle market nodes first; never its own busy ones (those jobs are
+        folded into the block instead)."""
+        held = [
+            n
+            for c in self._sorted_clusters()
+            for n in self.holdings[c.id]
+            if c.id != b.cluster or n.job is None
+        ]
+        if not held:
+            return None
+
+        def order(n: Node) -> tuple[bool, bool, int, int, int]:
+            c = self.clusters[n.cluster or ""]
+            busy = c.kind == "vm" or n.job is not None
+            # of equal bids the younger grant goes first (older demand wins ties)
+            return (c.id != b.cluster, busy, self._live_price(c, n), -(n.granted_at or 0), n.idx)
+
+        return min(held, key=order)
+
+    def _seize(self, n: Node) -> None:
+        """The market takes the node for a block: no minimum hold is billed (the market broke
+        the window), the gang on it goes back to pending."""
+        c = self.clusters[n.cluster or ""]
+        job = self.jobs.get((c.id, n.job)) if n.job else None
+        self._release(n, minimum=False)
+        if job is not None:
+            self._preempt(job, f"a base load block being delivered took node {n.id}")
+
+    def _join_block(self, b: Block, n: Node) -> None:
+        n.free()
+        n.cluster, n.block, n.granted_at, n.idle_since = b.cluster, b.id, self.t, self.t
+        self.block_nodes[b.id].append(n)
+        self._touch(n)
+
+    def _leave_block(self, b: Block, n: Node) -> None:
+        """An idle block node beyond the block's size: idle market capacity of the cluster,
+        released after the idle grace unless a job takes it."""
+        c = self.clusters[b.cluster]
+        self.block_nodes[b.id].remove(n)
+        n.block, n.idle_since = None, self.t
+        n.locked_price = n.commit_price = c.limit_price
+        n.commit_ends_at = self.t  # the next tick commits its next hour, or releases it
+        self.holdings[c.id].append(n)
+        self._touch(n)
+
+    def _place_on_blocks(self) -> None:
+        """Jobs of a block's cluster go on the block first: running jobs short of nodes, then
+        running jobs folded into the block where they stand (market billing stops), then
+        waiting jobs by priority class, oldest first. A job that does not fit never holds back
+        smaller ones; what is left counts toward the first of them, which bids for the rest."""
+        for b in self._live_blocks():
+            c = self.clusters[b.cluster]
+            free = [n for n in self.block_nodes[b.id] if n.job is None]
+            for job in self._jobs_of(c, "running"):
+                missing = max(0, job.nodes - self._placed(job) - self._owed_to(job))
+                taken, free = free[:missing], free[missing:]
+                self._assign(job, taken)
+                for m in [n for n in self.holdings[c.id] if n.job == job.name]:
+                    if not free:
+                        break
+                    self._fold(b, job, m, free.pop(0))
+            waiting = self._waiting(c)
+            for job in waiting:
+                if job.nodes <= len(free):
+                    taken, free = free[: job.nodes], free[job.nodes :]
+                    self._assign(job, taken)
+                    self._start(job, c, "placed on the cluster's base load block")
+            rest = [j for j in waiting if j.state == "pending"]
+            if rest and free:
+                self.credit[(c.id, rest[0].name)] = free
+
+    def _fold(self, b: Block, job: Job, m: Node, x: Node) -> None:
+        """Market node `m` of a running job becomes a block node where it stands (no restart);
+        the idle block node `x` it stands in for goes back to the island."""
+        self._release_commitment(m)
+        self.holdings[m.cluster or ""].remove(m)
+        m.block = b.id
+        m.window_ends_at = m.hold_until = m.locked_price = None
+        m.commit_price = m.commit_ends_at = None
+        self.block_nodes[b.id].remove(x)
+        self.block_nodes[b.id].append(m)
+        x.free()
+        self._touch(m)
+        self._touch(x)
+        self._event(job, "FoldedIntoBlock", f"{m.id} joined the base load block; {x.id} left it")
+
+    # --- owed replacements ----------------------------------------------------------------
+
+    def _owed(self) -> list[Node]:
+        """Out-of-service nodes whose cluster is owed a replacement now."""
+        return [
+            n
+            for n in self.out_of_service
+            if n.owed(self.t)
+            and n.cluster is not None
+            and self.refused.get(n.cluster) != BILLING_HOLD
+        ]
+
+    def _deliver_owed(self) -> None:
+        """Replacements take free nodes ahead of every bid."""
+        free = self._free()
+        for lost in self._owed():
+            if not free:
+                return
+            self._replace(lost, free.pop(0))
+
+    def _replace(self, lost: Node, n: Node) -> None:
+        """`n` inherits `lost`'s grant: the rest of its window and its hold at the locked
+        price; it joins the job `lost` was running, if that job still runs."""
+        c = self.clusters[lost.cluster or ""]
+        job = self.jobs.get((c.id, lost.job)) if lost.job else None
+        running = job if job is not None and job.state == "running" else None
+        ends = lost.owed_until or self.t
+        price = lost.locked_price or 0
+        n.cluster, n.granted_at, n.window_ends_at = c.id, lost.granted_at, ends
+        n.hold_until, n.locked_price = lost.hold_until, price
+        n.job = None if running is None else running.name
+        n.idle_since = None if running is not None or c.kind == "vm" else self.t
+        n.commit_price, n.commit_ends_at = price, max(ends, n.hold_until or 0)
+        self._commit(c, worst_case(price, self.g, n.commit_ends_at - self.t))
+        self.holdings[c.id].append(n)
+        self._touch(n)
+        lost.owed_until = lost.job = lost.window_ends_at = lost.hold_until = None
+        self._touch(lost)
+        if running is not None:
+            self._event(running, "NodeReplaced", f"{n.id} replaces {lost.id} (out of service)")
 
     # --- the auction ----------------------------------------------------------------------
 
@@ -228,12 +519,21 @@ class _Tick:
                 lapsed = [n for n in nodes if not n.window_open(self.t)]
                 for n in nodes:
                     if n.window_open(self.t):
-                        locks[(c.id, price)] += 1
+                        # the live limit caps the window; one under the reserve (a step-down
+                        # from a block) keeps the price the node was locked at
+                        lock = price if price >= self.r else (n.locked_price or price)
+                        locks[(c.id, lock)] += 1
                         self.protected_ids.add(n.id)
                 if lapsed:
                     since = min(n.granted_at or 0 for n in lapsed)
                     d = _Demand("running", c, lapsed, job, price)
                     add(f"r:{c.id}/{name}", d, len(lapsed), since)
+            for job in self._jobs_of(c, "running"):
+                # short of nodes out of service with no window left: the rest bids again
+                missing = job.nodes - self._placed(job) - self._owed_to(job)
+                if missing > 0:
+                    d = _Demand("short", c, job=job, price=job.price(c) or 0)
+                    add(f"s:{c.id}/{job.name}", d, missing, job.provisioned_at or 0)
             self._new_demand(c, held, add)
 
         units.sort(key=lambda u: (u.since, u.id))
@@ -247,7 +547,8 @@ class _Tick:
         withheld = False
         if c.kind == "vm":
             price = c.max_price or 0
-            want = max(0, c.max_gpus // self.g - len(held))
+            owed = sum(1 for n in self._owed() if n.cluster == c.id)
+            want = max(0, c.max_gpus // self.g - len(held) - owed)
             if left is not None and want:
                 fit = max(0, left) // max(1, worst_case(price, self.g, grant_span("vm")))
                 withheld, want = fit < want, min(want, fit)
@@ -256,36 +557,40 @@ class _Tick:
         else:
             for job in self._jobs_of(c, "pending"):
                 price = job.price(c) or 0
-                worst = worst_case(price, job.nodes * self.g, grant_span("k8s"))
+                nodes = job.nodes - len(self.credit.get((c.id, job.name), []))
+                worst = worst_case(price, nodes * self.g, grant_span("k8s"))
                 if left is not None and price >= self.r:
                     if worst > left:
                         withheld = True
                         continue
                     left -= worst
                 d = _Demand("job", c, job=job, price=price)
-                add(f"p:{c.id}/{job.name}", d, job.nodes, job.created_at)
+                add(f"p:{c.id}/{job.name}", d, nodes, job.created_at)
         if withheld:
             self.refused[c.id] = SPEND_LIMIT
 
     def _contestable(self, demand: dict[str, _Demand]) -> int:
-        free = sum(1 for n in self.inp.nodes if n.cluster is None)
-        return free + sum(len(d.nodes) for d in demand.values() if d.kind != "job")
+        """Free nodes and held nodes whose window has lapsed, less the replacements still owed
+        (they take reclaimed nodes ahead of every bid)."""
+        held = sum(len(d.nodes) for d in demand.values())
+        return max(0, len(self._free()) + held - len(self._owed()))
 
     def _apply(self, clearing: Clearing, units: list[Unit], demand: dict[str, _Demand]) -> None:
         won = set(clearing.winners)
         for u in units:
             d = demand[u.id]
-            if u.id in won or d.kind in ("vm", "job"):
+            if u.id in won or not d.nodes:
                 continue
             if d.kind == "running" and d.job is not None:
                 self._preempt(d.job, "outbid: the gang's nodes were reclaimed by the market")
             else:
                 for n in d.nodes:
                     self._release(n)
-        free = [n for n in self.inp.nodes if n.cluster is None]
+        self._deliver_owed()
+        free = self._free()
         for u in units:
             d = demand[u.id]
-            if u.id not in won or d.kind not in ("vm", "job"):
+            if u.id not in won or d.nodes:
                 continue
             taken, free = free[: u.nodes], free[u.nodes :]
             self._grant(d, taken)
@@ -296,18 +601,27 @@ class _Tick:
         span = grant_span(c.kind)
         # the worst case is committed before the grant (same transaction, written first)
         self._commit(c, worst_case(d.price, len(nodes) * self.g, span))
+        job = d.job
+        if d.kind == "short" and job is not None and job.state != "running":
+            job = None  # the job lost its other nodes this tick: the nodes land idle
         for n in nodes:
             n.cluster, n.granted_at = c.id, self.t
             n.window_ends_at = self.t + window
             n.hold_until = self.t + K8S_HOLD_NS if c.kind == "k8s" else None
             n.locked_price = d.price
             n.commit_price, n.commit_ends_at = d.price, self.t + span
-            n.job = d.job.name if d.job is not None else None
-            n.idle_since = None
+            n.job = job.name if job is not None else None
+            n.idle_since = None if job is not None or c.kind == "vm" else self.t
             self.holdings[c.id].append(n)
             self._touch(n)
-        if d.job is not None:
-            self._start(d.job, c, f"gang of {len(nodes)} nodes granted")
+        if job is None:
+            return
+        if d.kind == "job":
+            self._assign(job, self.credit.pop((c.id, job.name), []))
+            self._start(job, c, f"gang of {len(nodes)} nodes granted")
+        else:
+            shown = ", ".join(n.id for n in nodes)
+            self._event(job, "NodeReplaced", f"{shown} granted for nodes out of service")
 
     # --- billing --------------------------------------------------------------------------
 
@@ -364,19 +678,22 @@ class _Tick:
 
     # --- state changes --------------------------------------------------------------------
 
-    def _release(self, n: Node) -> None:
+    def _release(self, n: Node, minimum: bool = True) -> None:
         assert n.cluster is not None
         c = self.clusters[n.cluster]
-        ends = n.commit_ends_at or 0
-        if n.commit_price is not None and ends > self.t:
-            gpus, units = self.released[c.id]
-            left = amount(n.commit_price, self.g, ends - self.t)
-            self.released[c.id] = (gpus + self.g, units + left)
-        if c.kind == "k8s" and n.granted_at is not None:
+        self._release_commitment(n)
+        if minimum and c.kind == "k8s" and n.granted_at is not None:
             self._bill_minimum(c, n)
         self.holdings[c.id].remove(n)
         n.free()
         self._touch(n)
+
+    def _release_commitment(self, n: Node) -> None:
+        ends = n.commit_ends_at or 0
+        if n.commit_price is not None and ends > self.t:
+            gpus, units = self.released[n.cluster or ""]
+            left = amount(n.commit_price, self.g, ends - self.t)
+            self.released[n.cluster or ""] = (gpus + self.g, units + left)
 
     def _bill_minimum(self, c: Cluster, n: Node) -> None:
         """A Kubernetes node bills at least its hold, then in whole 5-minute increments."""
@@ -407,7 +724,8 @@ class _Tick:
         )
 
     def _preempt(self, job: Job, why: str) -> None:
-        """The job goes back to pending; nodes still inside their window stay, idle."""
+        """The job goes back to pending; nodes still inside their window stay, idle, and so do
+        its nodes on the cluster's block."""
         c = self.clusters[job.cluster]
         for n in [n for n in self.holdings[c.id] if n.job == job.name]:
             if n.window_open(self.t) and self.refused.get(c.id) != BILLING_HOLD:
@@ -415,6 +733,10 @@ class _Tick:
                 self._touch(n)
             else:
                 self._release(n)
+        for n in self._block_of(c):
+            if n.job == job.name:
+                n.job, n.idle_since = None, self.t
+                self._touch(n)
         job.state, job.provisioned_at, job.gang_price = "pending", None, None
         self._event(job, "Preempted", why)
 
@@ -497,8 +819,44 @@ class _Tick:
         jobs = [j for j in self.jobs.values() if j.cluster == c.id and j.state == state]
         return sorted(jobs, key=lambda j: (j.created_at, j.name))
 
+    def _waiting(self, c: Cluster) -> list[Job]:
+        """Pending jobs in placement order: priority class, then the oldest."""
+        jobs = self._jobs_of(c, "pending")
+        return sorted(jobs, key=lambda j: (-priority(j.priority_class), j.created_at, j.name))
+
+    def _assign(self, job: Job, nodes: list[Node]) -> None:
+        for n in nodes:
+            n.job, n.idle_since = job.name, None
+            self._touch(n)
+
+    def _placed(self, job: Job) -> int:
+        """In-service nodes the job runs on (market and block)."""
+        c = self.clusters[job.cluster]
+        return sum(1 for n in [*self.holdings[c.id], *self._block_of(c)] if n.job == job.name)
+
+    def _owed_to(self, job: Job) -> int:
+        return sum(1 for n in self._owed() if n.cluster == job.cluster and n.job == job.name)
+
+    def _free(self) -> list[Node]:
+        return [n for n in self.inp.nodes if n.is_free()]
+
+    def _live_blocks(self) -> list[Block]:
+        blocks = [b for b in self.blocks.values() if b.state == LIVE]
+        return sorted(blocks, key=lambda b: (b.starts_at, b.id))
+
+    def _block_of(self, c: Cluster) -> list[Node]:
+        b = self.blocks.get(c.id)
+        return self.block_nodes[b.id] if b is not None and b.state == LIVE else []
+
+    def _block_jobs(self, b: Block) -> list[Job]:
+        names = sorted({n.job for n in self.block_nodes[b.id] if n.job is not None})
+        return [self.jobs[(b.cluster, name)] for name in names if (b.cluster, name) in self.jobs]
+
     def _touch(self, n: Node) -> None:
         self.changed_nodes[n.id] = n
+
+    def _touch_block(self, b: Block) -> None:
+        self.changed_blocks[b.id] = b
 
     def _event(self, job: Job, kind: str, detail: str) -> None:
         self.events.append(JobEvent(job.cluster, job.name, self.t, kind, detail))
@@ -512,10 +870,14 @@ class _Tick:
             for n in held:
                 kind = "protected" if n.id in self.protected_ids else "market"
                 allocations.append((c.id, n.id, kind))
+            for n in sorted(self._block_of(c), key=lambda n: n.idx):
+                allocations.append((c.id, n.id, "base_load"))
             if c.kind == "vm":
                 pending += max(0, c.max_gpus - len(held) * self.g)
             else:
-                pending += sum(j.nodes * self.g for j in self._jobs_of(c, "pending"))
+                for j in self._jobs_of(c, "pending"):
+                    credit = len(self.credit.get((c.id, j.name), []))
+                    pending += (j.nodes - credit) * self.g
         verdicts = [(c, "bid-too-low") for c in sorted(clearing.bid_too_low)]
         verdicts += sorted(self.refused.items())
         return TickOutput(
@@ -529,4 +891,5 @@ class _Tick:
             allocations=allocations,
             pending_gpus=pending,
             verdicts=verdicts,
+            blocks=list(self.changed_blocks.values()),
         )

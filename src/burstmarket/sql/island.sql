@@ -1,1 +1,2 @@
-SELECT id, gpus_per_node, nodes, reserve_price, node_spec FROM islands WHERE id = $island
+SELECT id, gpus_per_node, nodes, reserve_price, node_spec, base_load_cap
+FROM islands WHERE id = $island

@@ -19,7 +19,7 @@ from burstmarket.sqlfiles import sql
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = ("schema_001",)
+MIGRATIONS = ("schema_001", "schema_002")
 """sql/ files applied in order; the index + 1 is the schema version they bring the store to."""
 
 

@@ -27,6 +27,9 @@ NODES = pa.schema(
         _f("locked_price", pa.int64(), True),
         _f("commit_price", pa.int64(), True),
         _f("commit_ends_at", pa.int64(), True),
+        _f("service", pa.string(), True),
+        _f("owed_until", pa.int64(), True),
+        _f("block", pa.string(), True),
     ]
 )
 
@@ -132,5 +135,15 @@ VERDICTS = pa.schema(
         _f("tick", pa.int64()),
         _f("cluster", pa.string()),
         _f("verdict", pa.string()),
+    ]
+)
+
+BLOCKS = pa.schema(
+    [
+        _f("id", pa.string()),
+        _f("state", pa.string()),
+        _f("ended_at", pa.int64(), True),
+        _f("billed_until", pa.int64()),
+        _f("negative_since", pa.int64(), True),
     ]
 )

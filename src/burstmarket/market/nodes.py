@@ -1,0 +1,191 @@
+"""Operator node actions: cordon (health check), dark (kubelet lost), uncordon (cleared).
+
+Out of service a node stays with its cluster, unbilled and not contestable: the rest of the
+interval the last tick billed in advance is refunded and its commitment released at once. Inside
+an open window the cluster is owed a replacement until the window ends (the tick grants it ahead
+of bids, inheriting the window and the locked price); with no window left a Kubernetes job's
+missing node bids again and a VM cluster's declaration asks for it again. A base load node is
+replaced by its block's delivery and keeps billing with the block. Uncordon returns the node to
+its cluster as idle capacity (released after the idle grace unless a job takes it), or to its
+job if the replacement never came; a node nobody holds is simply free again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burstmarket.clock import rfc3339
+from burstmarket.errors import Invalid, NotFound
+from burstmarket.market.ledger import RELEASE, Entry, amount, refund_rest
+from burstmarket.market.model import CORDONED, DARK, Cluster, Island, Node
+from burstmarket.market.service import Market
+from burstmarket.money import usd
+from burstmarket.store.rows import Cursor, fetch, fetch_one, write_batch
+from burstmarket.store.schemas import JOB_EVENTS
+
+ACTIONS = {"cordon": CORDONED, "dark": DARK, "uncordon": None}
+EVENTS = {CORDONED: "NodeCordoned", DARK: "NodeDark"}
+
+
+class NodeActions:
+    def __init__(self, market: Market) -> None:
+        self.m = market
+
+    def act(self, island_id: str, node_id: str, action: str) -> dict[str, Any]:
+        if action not in ACTIONS:
+            raise Invalid("action", f"must be one of {', '.join(ACTIONS)}", action=action)
+        state = ACTIONS[action]
+        with self.m.lock:
+            with self.m.db.write() as cur:
+                island = self.m.island(cur, island_id)
+                n = self._node(cur, island.id, node_id)
+                now = self.m.now()
+                events: list[dict[str, Any]] = []
+                if state is None:
+                    entries = self._back(cur, island, n, now)
+                else:
+                    entries = self._out(cur, island, n, state, now, events)
+                self.m.write_ledger(cur, entries)
+                self.m.write_nodes(cur, [n])
+                write_batch(cur, "insert_job_events", JOB_EVENTS, events)
+            self.m.after_commit(entries)
+        return self.node(island_id, node_id)
+
+    def _out(
+        self,
+        cur: Cursor,
+        island: Island,
+        n: Node,
+        state: str,
+        now: int,
+        events: list[dict[str, Any]],
+    ) -> list[Entry]:
+        if n.service is not None:
+            n.service = state  # already out of service: only the reason changes
+            return []
+        n.service = state
+        if n.cluster is None:
+            return []
+        c = self.m.cluster(cur, n.cluster)
+        entries: list[Entry] = []
+        if n.block is None:
+            entries = self._stop_billing(c, island, n, now)
+            n.owed_until = n.window_ends_at if n.window_open(now) else None
+            n.idle_since = None
+        if n.job is not None:
+            owed = (
+                ""
+                if n.owed_until is None
+                else f"; a replacement is owed until {rfc3339(n.owed_until)}"
+            )
+            events.append(
+                {
+                    "cluster": c.id,
+                    "job": n.job,
+                    "ts": now,
+                    "type": EVENTS[state],
+                    "detail": f"node {n.id} is out of service ({state}){owed}",
+                }
+            )
+        return entries
+
+    def _stop_billing(self, c: Cluster, island: Island, n: Node, now: int) -> list[Entry]:
+        """Billing for the node stops at once: the billed rest is refunded, the commitment
+        released."""
+        g = island.gpus_per_node
+        entries: list[Entry] = []
+        rate = self.m.rates.get(island.id, {}).get(c.id)
+        if rate is not None:
+            billed = self.m.billed_until(island.id)
+            refund = refund_rest(now, c.account, c.id, island.id, n.id, rate, g, billed)
+            if refund is not None:
+                entries.append(refund)
+        ends = n.commit_ends_at or 0
+        if n.commit_price is not None and ends > now:
+            entries.append(
+                Entry(
+                    at=now,
+                    account=c.account,
+                    kind=RELEASE,
+                    units=-amount(n.commit_price, g, ends - now),
+                    cluster=c.id,
+                    island=island.id,
+                    node=n.id,
+                    gpus=g,
+                )
+            )
+        n.commit_price = n.commit_ends_at = None
+        return entries
+
+    def _back(self, cur: Cursor, island: Island, n: Node, now: int) -> list[Entry]:
+        if n.service is None:
+            return []
+        n.service = None
+        if n.cluster is None or n.block is not None:
+            # free again, or back to its block (over its size the tick hands it to the
+            # cluster's market holdings as idle capacity)
+            n.job, n.idle_since = None, now
+            return []
+        c = self.m.cluster(cur, n.cluster)
+        owed, n.owed_until = n.owed(now), None
+        if c.kind == "vm":
+            held = len(self.m.cluster_nodes(cur, c.id))
+            if held >= c.max_gpus // island.gpus_per_node:
+                n.free()  # the cluster has what it declared: the node goes back to the island
+                return []
+        elif owed and n.job is not None and self._running(cur, c.id, n.job):
+            n.idle_since = None  # its replacement never came: back to its job
+        else:
+            n.job, n.idle_since = None, now
+        # the next tick commits its next hour, or releases it if that does not fit
+        n.commit_price, n.commit_ends_at = n.locked_price, now
+        return []
+
+    def _running(self, cur: Cursor, cluster: str, job: str) -> bool:
+        row = fetch_one(cur, "job", cluster=cluster, name=job)
+        return row is not None and row["state"] == "running"
+
+    def _node(self, cur: Cursor, island: str, node_id: str) -> Node:
+        row = fetch_one(cur, "node", island=island, node=node_id)
+        if row is None:
+            raise NotFound(f"no node {node_id!r} on island {island!r}", island=island, node=node_id)
+        return Node.from_row(row)
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def node(self, island_id: str, node_id: str) -> dict[str, Any]:
+        cur = self.m.db.cursor()
+        try:
+            island = self.m.island(cur, island_id)
+            return _view(self._node(cur, island.id, node_id))
+        finally:
+            cur.close()
+
+    def nodes(self, island_id: str) -> list[dict[str, Any]]:
+        cur = self.m.db.cursor()
+        try:
+            island = self.m.island(cur, island_id)
+            return [_view(Node.from_row(r)) for r in fetch(cur, "island_nodes", island=island.id)]
+        finally:
+            cur.close()
+
+
+def _view(n: Node) -> dict[str, Any]:
+    if n.service is not None:
+        state = n.service
+    elif n.block is not None:
+        state = "base_load"
+    else:
+        state = "free" if n.cluster is None else "held"
+    return {
+        "id": n.id,
+        "idx": n.idx,
+        "state": state,
+        "cluster": n.cluster,
+        "job": n.job,
+        "block": n.block,
+        "granted_at": rfc3339(n.granted_at),
+        "window_ends_at": rfc3339(n.window_ends_at),
+        "locked_price": None if n.locked_price is None else usd(n.locked_price),
+        "replacement_owed_until": rfc3339(n.owed_until),
+    }

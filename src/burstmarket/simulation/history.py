@@ -1,0 +1,94 @@
+"""`burstmarket simulate`: days of market history as fast as the machine allows.
+
+The service's own app runs in this process on the manual clock, with its real engine, store
+and feed; the simulated tenants reach it through `httpx.ASGITransport` (the same client and
+the same HTTP handlers as over a socket, without the socket) and tick it back to back, never
+sleeping. At the end the feed's history exporter writes every closed window to Parquet, so
+`<out>/history/<table>/**/*.parquet` is what the service itself would have written.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from burstmarket.api.app import create_app
+from burstmarket.client import OperatorClient
+from burstmarket.history import HistoryExporter
+from burstmarket.settings import Settings
+from burstmarket.simulation.pace import Driven, run
+from burstmarket.simulation.world import World
+from burstmarket.store import Database
+
+BASE_URL = "http://simulation"
+"""Only a name: requests never leave the process."""
+LOG_FILE = "simulate.log"
+
+
+@dataclass(frozen=True, slots=True)
+class SimulateOptions:
+    out: Path
+    """The data dir: `market.duckdb`, `history/` and the log; an existing one is continued."""
+    days: float
+    tick_seconds: float = 1800.0
+    """Market time between ticks: 30 minutes keeps a day to 48 ticks per island (a tick costs
+    the store about 0.1 s per island, so shorter ticks make a day take minutes)."""
+    seed: int = 1
+
+
+def ticks_for(options: SimulateOptions) -> int:
+    return max(1, round(options.days * 86_400 / options.tick_seconds))
+
+
+async def simulate(
+    options: SimulateOptions, on_tick: Callable[[dict[str, Any]], None] | None = None
+) -> datetime:
+    """Run the simulation; the market time it reached."""
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    _log_to(out / LOG_FILE)
+    midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    token = secrets.token_urlsafe(24)
+    settings = Settings(
+        clock="manual",
+        data_dir=out,
+        tick_seconds=options.tick_seconds,
+        operator_token=token,
+        # an empty store starts so that its history ends today; a used one carries on
+        clock_start=midnight - timedelta(days=options.days),
+    )
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with app.lifespan(), httpx.AsyncClient(transport=transport, timeout=300) as http:
+        world = World(BASE_URL, token, out, http=http, seed=options.seed)
+        pace = Driven(OperatorClient(BASE_URL, token, http=http), options.tick_seconds, 0, on_tick)
+        # the first tick opens the span: `ticks_for` ticks in all
+        span = timedelta(seconds=options.tick_seconds) * (ticks_for(options) - 1)
+        reached = await run(world, pace, span)
+    export_history(settings)
+    return reached
+
+
+def export_history(settings: Settings) -> None:
+    """Write every closed window the running feed has not written yet (the app is closed)."""
+    db = Database(settings.database_path)
+    try:
+        HistoryExporter(db, settings.data_dir / "history").run()
+    finally:
+        db.close()
+
+
+def _log_to(path: Path) -> None:
+    """The service's log lines (refusals, exports) go to a file, not over the progress bar."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)

@@ -1,0 +1,228 @@
+"""How a simulated tenant behaves, one step (one tick of market time) at a time.
+
+A VM tenant reconsiders its size every few minutes: the daily cycle times its typical demand,
+with noise; growing asks the market, shrinking releases nodes (sometimes naming which). A
+Kubernetes tenant submits jobs as they arrive, finishes them once they have run their length,
+and now and then one crashes and is restarted under a new name. Refusals are part of the
+market: a tenant that hears `bid-too-low` waits for the reserve to move, `spend-limit` makes
+it ask for less.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from burstmarket.client import Refused, TenantClient
+from burstmarket.simulation.cycle import demand_factor
+from burstmarket.simulation.population import (
+    JOB_MEDIAN_MINUTES,
+    JOB_NODES,
+    JOB_SIGMA,
+    TenantSpec,
+    mean_job_hours,
+    mean_job_nodes,
+)
+
+log = logging.getLogger(__name__)
+
+RECONSIDER_MINUTES = 45.0
+"""Mean market time between two sizing decisions of a VM tenant."""
+CRASH_PROBABILITY = 0.1
+PENDING_PATIENCE = timedelta(hours=2)
+"""A Kubernetes job still pending after this long is withdrawn."""
+RECHECK = timedelta(minutes=20)
+"""How long a tenant waits before looking again at a job that is not done."""
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+class Tenant:
+    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
+        self.spec = spec
+        self.client = client
+        self.rng = rng
+
+    async def start(self, now: datetime) -> None:
+        """Set up once (limits, bids) and pick up what the cluster already has."""
+
+    async def step(self, now: datetime, dt: timedelta) -> None:
+        raise NotImplementedError
+
+    def chance(self, per_hour: float, dt: timedelta) -> bool:
+        """True with the probability that an event of rate `per_hour` happens within `dt`."""
+        return self.rng.random() < 1 - math.exp(-per_hour * dt.total_seconds() / 3600)
+
+
+class VmTenant(Tenant):
+    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
+        super().__init__(spec, client, rng)
+        self.declared = 0
+        self.gpus_per_node = 8
+        self.arrives_at: datetime | None = None
+        self.blocked_until: datetime | None = None
+
+    async def start(self, now: datetime) -> None:
+        capacity = await self.client.capacity()
+        self.gpus_per_node = capacity["gpus_per_node"]
+        self.declared = capacity["max_gpus"] // self.gpus_per_node
+        if self.spec.spend_limit is not None:
+            await self.client.set_spend_limit(self.spec.spend_limit)
+        # tenants come in over the first minutes, so even a fresh market moves tick by tick
+        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 1))
+
+    async def step(self, now: datetime, dt: timedelta) -> None:
+        if self.arrives_at is not None:
+            if now < self.arrives_at:
+                return
+            self.arrives_at = None
+        elif not self.chance(60 / RECONSIDER_MINUTES, dt):
+            return
+        if self.blocked_until is not None and now < self.blocked_until:
+            return
+        noise = self.rng.lognormvariate(0, 0.25)
+        want = max(0, round(self.spec.typical_nodes * demand_factor(now) * noise))
+        try:
+            await self._size(want)
+        except Refused as refused:
+            # the market's answer, not a failure: wait a while before asking again
+            log.debug("%s refused: %s", self.spec.name, refused)
+            self.blocked_until = now + timedelta(minutes=15 if refused.code == "bid-too-low" else 5)
+
+    async def _size(self, want: int) -> None:
+        g = self.gpus_per_node
+        if want < self.declared:
+            release: list[str] = []
+            if self.rng.random() < 0.5:
+                # name the nodes to give back, as a tenant draining particular VMs would
+                held = [n["id"] for n in (await self.client.capacity())["nodes"]]
+                release = self.rng.sample(held, min(len(held), self.declared - want))
+            await self.client.declare(want * g, self.spec.value, release)
+        elif self.spec.ladder_aware and want:
+            await self.client.declare_to_win(want, self.spec.value)
+        elif want != self.declared:
+            await self.client.declare(want * g, self.spec.value)
+        self.declared = want
+
+
+@dataclass(slots=True)
+class LiveJob:
+    nodes: int
+    work: timedelta
+    """Running time the job needs before it is done."""
+    submitted_at: datetime
+    due_at: datetime
+    """When the tenant next looks at it."""
+    crash_after: timedelta | None = None
+    """Running time after which it crashes (and is restarted), if it is one of those."""
+    restarts: int = field(default=0)
+
+
+class K8sTenant(Tenant):
+    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
+        super().__init__(spec, client, rng)
+        self.jobs: dict[str, LiveJob] = {}
+        self.seq = 0
+        self.arrives_at: datetime | None = None
+        # arrivals per hour at a demand factor of 1, so the jobs keep `typical_nodes` busy
+        self.rate = spec.typical_nodes / (mean_job_nodes() * mean_job_hours())
+
+    async def start(self, now: datetime) -> None:
+        await self.client.set_bid(self.spec.value)
+        # a restart of the simulation picks its jobs back up; names are never reused
+        for job in await self.client.jobs():
+            self.seq = max(self.seq, _seq(job["name"]))
+            if job["state"] != "finished":
+                self.jobs[job["name"]] = self._plan(job["nodes"], now, self._work())
+        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 1))
+
+    def _work(self) -> timedelta:
+        minutes = self.rng.lognormvariate(math.log(JOB_MEDIAN_MINUTES), JOB_SIGMA)
+        return timedelta(minutes=max(2.0, minutes))
+
+    def _plan(self, nodes: int, now: datetime, work: timedelta, restarts: int = 0) -> LiveJob:
+        crash = None
+        if self.rng.random() < CRASH_PROBABILITY:
+            crash = work * self.rng.uniform(0.1, 0.9)
+        return LiveJob(nodes, work, now, now + (crash or work), crash, restarts)
+
+    async def step(self, now: datetime, dt: timedelta) -> None:
+        if self.arrives_at is not None:
+            if now < self.arrives_at:
+                return
+            self.arrives_at = None
+            await self._backlog(now)
+        for name, job in list(self.jobs.items()):
+            if now >= job.due_at:
+                await self._check(name, job, now)
+        if self.chance(self.rate * demand_factor(now), dt):
+            await self._submit(self.rng.choice(JOB_NODES), now, self._work())
+
+    async def _backlog(self, now: datetime) -> None:
+        """Arrive with the work a tenant in the steady state has on hand (each job part-way
+        through), rather than ramping up over an hour."""
+        busy = sum(job.nodes for job in self.jobs.values())
+        while busy < self.spec.typical_nodes * demand_factor(now):
+            nodes = self.rng.choice(JOB_NODES)
+            await self._submit(nodes, now, self._work() * self.rng.uniform(0.05, 1))
+            busy += nodes
+
+    async def _submit(self, nodes: int, now: datetime, work: timedelta, restarts: int = 0) -> None:
+        self.seq += 1
+        name = f"job-{self.seq:06d}"
+        own_price = None
+        if self.rng.random() < 0.3:
+            # an urgent job pays more than the cluster's limit, a best-effort one less
+            own_price = round(self.spec.value * self.rng.uniform(0.8, 1.3), 2)
+        try:
+            await self.client.submit_job(
+                name,
+                nodes,
+                priority_class=self.rng.choice(("batch", "batch", "prod")),
+                limit_price_per_gpu_hour=own_price,
+            )
+        except Refused as refused:
+            log.debug("%s: job %s refused: %s", self.spec.name, name, refused)
+            return
+        self.jobs[name] = self._plan(nodes, now, work, restarts)
+
+    async def _check(self, name: str, job: LiveJob, now: datetime) -> None:
+        seen = await self.client.job(name)
+        if seen["state"] == "finished":
+            del self.jobs[name]
+            return
+        if seen["state"] != "running" or seen["provisioned_at"] is None:
+            if now - job.submitted_at > PENDING_PATIENCE:
+                await self._finish(name)
+            else:
+                job.due_at = now + RECHECK
+            return
+        # running time counts from the last provisioning: a preempted job starts over
+        ran = now - parse_time(seen["provisioned_at"])
+        if job.crash_after is not None and ran >= job.crash_after:
+            await self._finish(name)
+            log.debug("%s: job %s crashed; restarting it", self.spec.name, name)
+            await self._submit(job.nodes, now, job.work - job.crash_after, job.restarts + 1)
+        elif ran >= job.work:
+            await self._finish(name)
+        else:
+            # look again when it should be done (a preemption in between restarts the count)
+            job.due_at = now + ((job.crash_after or job.work) - ran)
+
+    async def _finish(self, name: str) -> None:
+        await self.client.finish_job(name)
+        self.jobs.pop(name, None)
+
+
+def _seq(name: str) -> int:
+    head, _, tail = name.rpartition("-")
+    return int(tail) if head == "job" and tail.isdigit() else 0
+
+
+def make_tenant(spec: TenantSpec, client: TenantClient, rng: random.Random) -> Tenant:
+    return VmTenant(spec, client, rng) if spec.kind == "vm" else K8sTenant(spec, client, rng)

@@ -1,0 +1,148 @@
+"""The simulated market's population and its operator, over the HTTP API.
+
+`World.setup` makes sure the islands, accounts and clusters exist (the operator's endpoints),
+remembering each cluster's token in `<data dir>/simulation.json` so a restart on the same data
+dir picks up the same tenants. `World.step` is one tick of market time: the operator changes a
+reserve now and then and tops up accounts, then every tenant acts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import httpx
+
+from burstmarket.client import OperatorClient, Refused, TenantClient
+from burstmarket.simulation import population
+from burstmarket.simulation.population import ISLANDS, IslandPlan, TenantSpec
+from burstmarket.simulation.tenants import Tenant, make_tenant
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "simulation.json"
+OPENING_BALANCE_USD = 1_000_000.0
+TOP_UP_BELOW_USD = 200_000.0
+RESERVE_CHANGES_PER_HOUR = 1 / 3
+"""Per island: the simulated operator moves the reserve about every three hours."""
+RESERVE_RANGE = (0.8, 1.25)
+"""A new reserve is the island's planned reserve times a factor in this range."""
+
+
+class World:
+    def __init__(
+        self,
+        base_url: str,
+        operator_token: str,
+        data_dir: Path,
+        *,
+        http: httpx.AsyncClient,
+        seed: int = 1,
+    ) -> None:
+        self.base_url = base_url
+        self.http = http
+        self.operator = OperatorClient(base_url, operator_token, http=http)
+        self.state_path = data_dir / STATE_FILE
+        self.seed = seed
+        self.rng = random.Random(seed + 1)  # noqa: S311 (a simulation, not a secret)
+        self.plans: list[IslandPlan] = []
+        self.tenants: list[Tenant] = []
+        self._next_top_up: datetime | None = None
+
+    async def setup(self, now: datetime) -> None:
+        """Create what is missing (islands, accounts, clusters) and start every tenant."""
+        existing = {i["id"]: i for i in await self.operator.islands()}
+        for plan in ISLANDS:
+            found = existing.get(plan.id)
+            if found is None:
+                await self.operator.put_island(
+                    plan.id,
+                    gpus_per_node=plan.gpus_per_node,
+                    nodes=plan.nodes,
+                    reserve_price=plan.reserve_price,
+                )
+                found = {"nodes": plan.nodes, "gpus_per_node": plan.gpus_per_node}
+            # size the population to the island as it is (an operator may have changed it)
+            self.plans.append(
+                IslandPlan(plan.id, found["nodes"], found["gpus_per_node"], plan.reserve_price)
+            )
+        tokens = self._load_tokens()
+        specs = population.draw(self.seed, self.plans)
+        for spec in specs:
+            if spec.name not in tokens:
+                tokens[spec.name] = await self._create(spec)
+                self._save_tokens(tokens)
+        for spec in specs:
+            client = TenantClient(self.base_url, tokens[spec.name], http=self.http)
+            rng = random.Random(f"{self.seed}:{spec.name}")  # noqa: S311 (not a secret)
+            tenant = make_tenant(spec, client, rng)
+            await tenant.start(now)
+            self.tenants.append(tenant)
+        log.info(
+            "simulation: %d tenants on islands %s",
+            len(self.tenants),
+            ", ".join(p.id for p in self.plans),
+        )
+
+    async def _create(self, spec: TenantSpec) -> str:
+        try:
+            await self.operator.create_account(spec.account, OPENING_BALANCE_USD)
+        except Refused as refused:
+            if refused.code != "conflict":  # another of its clusters made it already
+                raise
+        created = await self.operator.create_cluster(
+            spec.account, spec.island, spec.kind, spec.name
+        )
+        return str(created["token"])
+
+    def _load_tokens(self) -> dict[str, str]:
+        if not self.state_path.exists():
+            return {}
+        tokens: dict[str, str] = json.loads(self.state_path.read_text())["tokens"]
+        return tokens
+
+    def _save_tokens(self, tokens: dict[str, str]) -> None:
+        """Atomically, readable by the owner only: the file holds cluster tokens."""
+        temp = self.state_path.with_suffix(".tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump({"tokens": tokens}, out, indent=1)
+        os.replace(temp, self.state_path)
+
+    async def step(self, now: datetime, dt: timedelta) -> None:
+        """One tick of market time. A tenant whose request fails on the way (the server busy
+        or restarting) just sits this step out."""
+        try:
+            await self._operate(now, dt)
+        except (Refused, httpx.HTTPError) as error:
+            log.warning("simulation: operator: %s", error)
+        # tenants act at once, as independent tenants do (and the service overlaps their reads)
+        await asyncio.gather(*(self._act(tenant, now, dt) for tenant in self.tenants))
+
+    async def _act(self, tenant: Tenant, now: datetime, dt: timedelta) -> None:
+        try:
+            await tenant.step(now, dt)
+        except Refused as refused:
+            log.debug("simulation: %s refused: %s", tenant.spec.name, refused)
+        except httpx.HTTPError as error:
+            log.warning("simulation: %s: %s", tenant.spec.name, error)
+
+    async def _operate(self, now: datetime, dt: timedelta) -> None:
+        for plan in self.plans:
+            chance = 1 - math.exp(-RESERVE_CHANGES_PER_HOUR * dt.total_seconds() / 3600)
+            if self.rng.random() < chance:
+                reserve = round(plan.reserve_price * self.rng.uniform(*RESERVE_RANGE), 2)
+                await self.operator.put_island(plan.id, reserve_price=reserve)
+                log.info("simulation: operator sets island %s reserve to %.2f", plan.id, reserve)
+        if self._next_top_up is None or now >= self._next_top_up:
+            self._next_top_up = now + timedelta(days=1)
+            for account in sorted({t.spec.account for t in self.tenants}):
+                balance = (await self.operator.account(account))["balance_usd"]
+                if balance < TOP_UP_BELOW_USD:
+                    await self.operator.credit(account, round(OPENING_BALANCE_USD - balance, 2))

@@ -1,0 +1,7 @@
+-- The rows of some Parquet history parts with $start <= time < $end, into the Parquet file $path,
+-- sorted as the history itself is (`burstmarket export`).
+COPY (
+    SELECT * FROM read_parquet($files, hive_partitioning = false)
+    WHERE time >= $start AND time < $end
+    ORDER BY ALL
+) TO $path (FORMAT parquet, COMPRESSION zstd)

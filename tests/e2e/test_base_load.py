@@ -1,0 +1,183 @@
+"""Base load blocks through the real server: created by the operator within the island's cap,
+one live block per cluster, billed in 5-minute steps over the term, never in market statistics,
+delivered on a full island by taking idle nodes then the cheapest busy ones, and stepped down
+into the market under a fresh window at the end. 5-minute ticks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Server
+from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+
+
+def _nodes(server: Server, island: str) -> dict[str, Any]:
+    rows = ok(server.client.get(f"/api/admin/islands/{island}/nodes", headers=server.operator()))
+    return {n["id"]: n for n in rows}
+
+
+def _block(server: Server, cluster: str, nodes: int, rate: float, term_hours: int) -> Any:
+    body = {"nodes": nodes, "rate_per_gpu_hour": rate, "term_hours": term_hours}
+    return server.client.post(
+        f"/api/admin/clusters/{cluster}/base-load", json=body, headers=server.operator()
+    )
+
+
+def _cap(server: Server, island: str, cap: int) -> None:
+    body = {"base_load_cap": cap}
+    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
+
+
+def test_a_block_bills_every_5_minutes_over_its_term_outside_market_stats_then_steps_down(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    make_island(server, "bl", nodes=4, reserve=1.0)
+    _cap(server, "bl", 2)
+    make_account(server, "bl-acct", balance=1000)
+    k = make_cluster(server, "bl-acct", "bl", "k8s", "bl-k")
+    make_cluster(server, "bl-acct", "bl", "k8s", "bl-other")
+
+    block = ok(_block(server, "bl-k", 2, 3.0, 1), 201)
+    assert (block["state"], block["nodes"], block["gpus"]) == ("live", 2, 16)
+    assert block["price_usd"] == pytest.approx(48.0)
+
+    # above the island's reservable cap: refused, naming the field
+    before = len(server.refused_lines())
+    over = _block(server, "bl-other", 1, 3.0, 1)
+    assert over.status_code == 422
+    assert (over.json()["error"], over.json()["field"]) == ("invalid", "nodes")
+    # a second live block for one cluster: one-per-cluster, with exactly one REFUSED line
+    second = _block(server, "bl-k", 1, 3.0, 1)
+    assert second.status_code == 409
+    assert second.json()["error"] == "one-per-cluster"
+    lines = server.refused_lines()[before:]
+    assert len(lines) == 2
+    assert len([line for line in lines if "reason=one-per-cluster" in line]) == 1
+
+    # a job with no limit price at all runs on the block: no bid, no market
+    ok(server.client.post("/api/k8s/jobs", json={"name": "steady", "nodes": 1}, headers=k), 201)
+    stats = tick(server, island="bl")
+    job = ok(server.client.get("/api/k8s/jobs/steady", headers=k))
+    assert job["state"] == "running"
+    assert "base load block" in job["events"][-1]["detail"]
+    (on_block,) = job["node_ids"]
+    nodes = _nodes(server, "bl")
+    assert [n["state"] for n in nodes.values()].count("base_load") == 2
+    assert nodes[on_block]["block"] == block["id"]
+    assert (stats["gpus"], stats["clusters"], stats["pending_gpus"]) == (0, 0, 0)
+    assert stats["vwap"] is None
+    public = ok(server.client.get("/api/market/stats", params={"island": "bl"}))
+    assert (public["gpus"], public["clusters"]) == (0, 0)
+
+    # the term is one hour: 12 steps of 5 minutes, each 2 nodes x 8 GPUs x 3.0 x 1/12 h
+    for _ in range(10):
+        assert tick(server, island="bl")["gpus"] == 0
+    rows = ok(server.client.get("/api/billing", params={"granularity": "5m"}, headers=k))
+    assert [r["kind"] for r in rows] == ["base_load"] * 12
+    assert all(r["amount_usd"] == pytest.approx(4.0) for r in rows)
+    assert all(r["gpu_hours"] == pytest.approx(16 / 12) for r in rows)
+
+    # end of term: the nodes step down into the market under a fresh 2 h window, locked at
+    # the lowest clearing rate (no limit price declared); billing of the block stops
+    stats = tick(server, island="bl")
+    (ended,) = ok(
+        server.client.get("/api/admin/clusters/bl-k/base-load", headers=server.operator())
+    )
+    assert ended["state"] == "ended"
+    stepped = _nodes(server, "bl")[on_block]
+    assert (stepped["state"], stepped["cluster"], stepped["job"]) == ("held", "bl-k", "steady")
+    assert stepped["locked_price"] == 1.0
+    assert stepped["granted_at"] == ended["ends_at"]
+    assert ok(server.client.get("/api/k8s/jobs/steady", headers=k))["state"] == "running"
+    assert stats["gpus"] == 16  # the idle node is inside its idle grace
+    stats = tick(server, island="bl")
+    assert stats["gpus"] == 8  # the idle one went back after the grace; the busy one stays
+    rows = ok(server.client.get("/api/billing", params={"granularity": "1d"}, headers=k))
+    by_kind = {r["kind"]: r["amount_usd"] for r in rows}
+    assert by_kind["base_load"] == pytest.approx(48.0)
+    assert by_kind["market"] > 0
+    # the cluster may hold a new block now
+    ok(_block(server, "bl-k", 1, 3.0, 1), 201)
+
+
+def test_a_block_on_a_full_island_takes_idle_nodes_then_the_cheapest_busy_ones(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    make_island(server, "full", nodes=4, reserve=1.0)
+    _cap(server, "full", 2)
+    make_account(server, "full-acct", balance=1000)
+    idle = make_cluster(server, "full-acct", "full", "k8s", "full-idle")
+    cheap = make_cluster(server, "full-acct", "full", "k8s", "full-cheap")
+    mid = make_cluster(server, "full-acct", "full", "k8s", "full-mid")
+    vm = make_cluster(server, "full-acct", "full", "vm", "full-vm")
+    make_cluster(server, "full-acct", "full", "k8s", "full-block")
+    for auth, price in ((idle, 5), (cheap, 2), (mid, 3)):
+        ok(
+            server.client.put(
+                "/api/k8s/bid", json={"limit_price_per_gpu_hour": price}, headers=auth
+            )
+        )
+        ok(server.client.post("/api/k8s/jobs", json={"name": "job", "nodes": 1}, headers=auth), 201)
+    ok(declare(server, vm, 8, 4))
+    stats = tick(server, island="full")
+    assert stats["gpus"] == 32  # the island is full, every node inside its window
+    ok(server.client.delete("/api/k8s/jobs/job", headers=idle))  # idle, on the dearest bid
+
+    block = ok(_block(server, "full-block", 2, 2.5, 4), 201)
+    tick(server, island="full")
+
+    held = {n["cluster"]: n for n in _nodes(server, "full").values() if n["state"] == "held"}
+    assert set(held) == {"full-mid", "full-vm"}
+    taken = [n for n in _nodes(server, "full").values() if n["state"] == "base_load"]
+    assert {n["block"] for n in taken} == {block["id"]}
+    assert len(taken) == 2
+    preempted = ok(server.client.get("/api/k8s/jobs/job", headers=cheap))
+    assert preempted["state"] == "pending"
+    assert preempted["events"][-1]["type"] == "Preempted"
+    assert "base load" in preempted["events"][-1]["detail"]
+    assert ok(server.client.get("/api/k8s/jobs/job", headers=mid))["state"] == "running"
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 8
+
+
+def test_block_placement_follows_priority_class_and_a_large_job_bids_for_the_rest(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    make_island(server, "prio", nodes=4, reserve=1.0)
+    _cap(server, "prio", 2)
+    make_account(server, "prio-acct", balance=1000)
+    k = make_cluster(server, "prio-acct", "prio", "k8s", "prio-k")
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
+    jobs = [
+        {"name": "old-low", "nodes": 1, "priority_class": "low"},
+        {"name": "big", "nodes": 3, "priority_class": "high"},
+        {"name": "new-high", "nodes": 1, "priority_class": "high"},
+    ]
+    for body in jobs:
+        ok(server.client.post("/api/k8s/jobs", json=body, headers=k), 201)
+    ok(_block(server, "prio-k", 2, 2.0, 2), 201)
+    stats = tick(server, island="prio")
+
+    # big does not fit the block and does not hold back the smaller jobs: new-high first (its
+    # class), then old-low; nothing is left on the block for big, and the market's 2 free
+    # nodes cannot hold its 3, so it waits
+    view = {j["name"]: j for j in ok(server.client.get("/api/k8s/jobs", headers=k))}
+    assert view["new-high"]["state"] == "running"
+    assert view["old-low"]["state"] == "running"
+    assert view["big"]["state"] == "pending"
+    assert stats["gpus"] == 0
+    assert stats["pending_gpus"] == 24
+
+    # old-low finishes: its block node counts toward big, which bids for the other 2 only
+    ok(server.client.delete("/api/k8s/jobs/old-low", headers=k))
+    stats = tick(server, island="prio")
+    big = ok(server.client.get("/api/k8s/jobs/big", headers=k))
+    assert big["state"] == "running"
+    assert len(big["node_ids"]) == 3
+    states = _nodes(server, "prio")
+    assert sorted(states[n]["state"] for n in big["node_ids"]) == ["base_load", "held", "held"]
+    assert stats["gpus"] == 16  # only the market part is in the statistics

@@ -1,0 +1,301 @@
+"""The market feed through the real server process: accounts, clusters and declarations made
+over the API, ticks driven by POST /api/admin/ticks, real websocket clients on /ws/market.
+
+The shared server ticks every 5 minutes of market time; every tick ticks every island, so each
+test makes its own island and only looks at its own channels.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+from tests.conftest import Server, StartServer
+from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.feed.support import RawClient
+
+STATS_KEYS = ("island", "tick", "time")
+
+
+def ws_url(server: Server) -> str:
+    return server.url.replace("http://", "ws://") + "/ws/market"
+
+
+def recv(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
+    message: dict[str, Any] = json.loads(ws.recv(timeout=timeout))
+    return message
+
+
+def send(ws: ClientConnection, frame: Any) -> None:
+    ws.send(frame if isinstance(frame, str | bytes) else json.dumps(frame))
+
+
+def subscribe(ws: ClientConnection, channels: list[str], **extra: Any) -> None:
+    send(ws, {"op": "subscribe", "channels": channels, **extra})
+    assert recv(ws) == {"type": "subscribed", "channels": channels}
+
+
+def populate(server: Server, island: str, nodes: int = 4) -> list[dict[str, str]]:
+    """An island with three VM clusters bidding against each other: the 4 nodes go to the two
+    highest bids, the third waits (pending GPUs, a non-trivial ladder)."""
+    make_island(server, island, nodes=nodes, reserve=1.0)
+    make_account(server, f"{island}-acct", balance=100_000)
+    clusters = [make_cluster(server, f"{island}-acct", island, "vm", f"{island}-{n}")
+                for n in ("a", "b", "c")]
+    for auth, gpus, price in zip(clusters, (16, 16, 8), (3.5, 2.75, 1.5), strict=True):
+        ok(declare(server, auth, gpus, price))
+    return clusters
+
+
+def rest(server: Server, path: str, **params: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = ok(server.client.get(path, params=params))
+    return answer
+
+
+def as_update(body: dict[str, Any], channel: str, kind: str = "update") -> dict[str, Any]:
+    """The websocket message that carries the same tick as a REST body."""
+    data = {key: value for key, value in body.items() if key not in STATS_KEYS}
+    return {"type": kind, "channel": channel, "tick": body["tick"], "time": body["time"],
+            "data": data}
+
+
+def test_snapshot_then_one_update_per_tick_matching_the_rest_endpoints(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    clusters = populate(server, "fe1")
+    first = tick(server, island="fe1")
+    assert (first["tick"], first["gpus"], first["pending_gpus"]) == (1, 32, 8)
+    with connect(ws_url(server)) as ws:
+        subscribe(ws, ["stats:fe1", "ladder:fe1"])
+        stats, ladder = recv(ws), recv(ws)
+        assert stats == as_update(rest(server, "/api/market/stats", island="fe1"),
+                                  "stats:fe1", "snapshot")
+        assert ladder == as_update(rest(server, "/api/market/ladder", island="fe1"),
+                                   "ladder:fe1", "snapshot")
+        assert stats["tick"] == first["tick"]
+        for round_ in range(1, 6):
+            # The lowest bidder outbids the others in turn: rates and the ladder move.
+            ok(declare(server, clusters[2], 8, 3.5 + round_))
+            answer = tick(server, island="fe1")
+            updates = {m["channel"]: m for m in (recv(ws), recv(ws))}
+            expected_tick = 1 + round_
+            assert answer["tick"] == expected_tick
+            rest_stats = rest(server, "/api/market/stats", island="fe1")
+            assert rest_stats == {key: answer[key] for key in rest_stats}
+            assert updates["stats:fe1"] == as_update(rest_stats, "stats:fe1")
+            rest_ladder = rest(server, "/api/market/ladder", island="fe1")
+            assert updates["ladder:fe1"] == as_update(rest_ladder, "ladder:fe1")
+            assert rest_ladder["tick"] == expected_tick
+        # `max_nodes` cuts the REST ladder short; the rungs are the feed's first ones.
+        cut = rest(server, "/api/market/ladder", island="fe1", max_nodes=1)
+        assert cut["rungs"] == updates["ladder:fe1"]["data"]["rungs"][:1]
+
+
+def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    clusters = populate(server, "fe2")
+    tick(server)
+    channels = ["stats:fe2", "ladder:fe2"]
+    live: list[dict[str, Any]] = []
+    with connect(ws_url(server)) as watcher:
+        subscribe(watcher, channels)
+        recv(watcher), recv(watcher)
+        with connect(ws_url(server)) as ws:
+            subscribe(ws, channels)
+            recv(ws), recv(ws)
+            tick(server)
+            seen = [recv(ws), recv(ws)]
+            live += [recv(watcher), recv(watcher)]
+            assert seen == live
+            last = seen[-1]["tick"]
+        # Away for three ticks, during which the market moves.
+        for price in (4.0, 5.25, 2.0):
+            ok(declare(server, clusters[2], 8, price))
+            tick(server)
+            live += [recv(watcher), recv(watcher)]
+        with connect(ws_url(server)) as ws:
+            subscribe(ws, channels, from_tick=last + 1)
+            got = [recv(ws) for _ in range(2 * 4)]
+            snapshots = [m for m in got if m["type"] == "snapshot"]
+            replayed = [m for m in got if m["type"] == "update"]
+            assert [(m["channel"], m["tick"]) for m in snapshots] == [
+                (channel, last + 3) for channel in channels]
+            for channel in channels:
+                assert [m for m in replayed if m["channel"] == channel] == [
+                    m for m in live[2:] if m["channel"] == channel]
+            # Then live again, gap-free.
+            tick(server)
+            assert {(m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
+                (channel, last + 4) for channel in channels}
+
+
+GARBAGE: list[tuple[Any, str, str]] = [
+    ("not json", "invalid", "frame"),
+    (b"\x00\xff\x10binary", "invalid", "frame"),
+    ("[]", "invalid", "frame"),
+    ({"op": "subscribe"}, "invalid", "channels"),
+    ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": -5}, "invalid", "from_tick"),
+    ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": 10**9}, "invalid", "from_tick"),
+    ({"op": "subscribe", "channels": ["nonsense"]}, "invalid", "channels"),
+    ({"op": "subscribe", "channels": ["stats:no-such-island"]}, "not-found", ""),
+    ({"op": "launch"}, "invalid", "op"),
+    ("{" * 10_000, "invalid", "frame"),
+]
+
+
+def test_garbage_frames_get_an_error_and_the_connection_survives(shared_server: Server) -> None:
+    server = shared_server
+    populate(server, "fe3")
+    tick(server)
+    with connect(ws_url(server)) as ws:
+        for frame, code, field in GARBAGE:
+            send(ws, frame)
+            error = recv(ws)
+            assert (error["type"], error["error"], error.get("field", "")) == (
+                "error", code, field), frame
+        subscribe(ws, ["stats:fe3"])
+        snapshot = recv(ws)
+        assert snapshot["type"] == "snapshot"
+        tick(server)
+        update = recv(ws)
+        assert (update["type"], update["tick"]) == ("update", snapshot["tick"] + 1)
+    refused = [line for line in server.refused_lines() if "reason=invalid" in line]
+    assert refused
+
+
+def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
+    server = shared_server
+    populate(server, "fe4")
+    answer = tick(server)
+    with connect(ws_url(server)) as ws:
+        subscribe(ws, ["stats:fe4"])
+        recv(ws)
+        beat = recv(ws, timeout=30)  # nothing else is sent while nobody ticks
+        assert beat["type"] == "heartbeat"
+        assert beat["ticks"]["fe4"] == answer["tick"] == rest(
+            server, "/api/market/stats", island="fe4")["tick"]
+        assert beat["time"].endswith("Z")
+
+
+@pytest.fixture
+def wide_server(start_server: StartServer) -> Server:
+    return start_server("--clock", "manual", "--tick-seconds", "10")
+
+
+def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
+    wide_server: Server,
+) -> None:
+    server = wide_server
+    # Four islands of 600 idle nodes: each tick is four ~35 kB ladders plus stats, so the slow
+    # client's socket buffers fill within a few ticks and its backlog soon after.
+    islands = [f"big{n}" for n in range(4)]
+    for island in islands:
+        make_island(server, island, nodes=600, reserve=1.0)
+    tick(server)
+    channels = [f"{feed}:{island}" for island in islands for feed in ("ladder", "stats")]
+    slow = RawClient(int(server.url.rsplit(":", 1)[1]))
+    slow.send_json({"op": "subscribe", "channels": channels[:4]})
+    slow.send_json({"op": "subscribe", "channels": channels[4:]})
+    try:
+        with connect(ws_url(server), max_size=None) as fast:
+            subscribe(fast, channels)
+            assert [recv(fast)["tick"] for _ in channels] == [1] * len(channels)
+            closed = False
+            for number in range(2, 400):
+                tick(server)
+                got = [recv(fast) for _ in channels]
+                assert {(m["type"], m["tick"]) for m in got} == {("update", number)}
+                if "closing a slow consumer" in server.log():
+                    closed = True
+                    break
+            assert closed, "the slow consumer was never closed"
+            # The slow one reads what was on its way: a gap-free prefix per channel, then 4008.
+            messages, (opcode, payload) = [], slow.frame()
+            while opcode == 0x1:
+                messages.append(json.loads(payload))
+                opcode, payload = slow.frame()
+            assert opcode == 0x8
+            assert (int.from_bytes(payload[:2], "big"), payload[2:]) == (4008, b"slow-consumer")
+            for channel in channels:
+                ticks = [m["tick"] for m in messages if m.get("channel") == channel]
+                assert ticks == list(range(1, len(ticks) + 1))
+                assert len(ticks) < number
+            # The fast one is still served.
+            tick(server)
+            assert {recv(fast)["tick"] for _ in channels} == {number + 1}
+    finally:
+        slow.close()
+
+
+@pytest.fixture
+def minute_server(start_server: StartServer) -> Server:
+    """One-minute ticks from 23:50 UTC on 31 January: the sixth tick closes the 23:50 window."""
+    return start_server("--clock", "manual", "--tick-seconds", "60",
+                        env={"BURSTMARKET_CLOCK_START": "2026-01-31T23:50:00Z"})
+
+
+def wait_for(paths: Iterator[Path] | Any, timeout: float = 60) -> list[Path]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sorted(paths())
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError("nothing appeared")
+
+
+def test_history_parquet_and_series_while_the_server_runs(minute_server: Server) -> None:
+    server = minute_server
+    clusters = populate(server, "fe5")
+    stats = []
+    for n in range(8):  # ticks at 23:51 ... 23:58
+        ok(declare(server, clusters[2], 8, 1.5 + n))
+        stats.append(tick(server, island="fe5"))
+    assert [s["time"] for s in stats][:2] == ["2026-01-31T23:51:00Z", "2026-01-31T23:52:00Z"]
+    tree = server.data_dir / "history"
+    found = wait_for(lambda: (tree / "ticks" / "island=fe5" / "month=2026-01").glob("*.parquet"))
+    assert [p.name for p in found] == ["20260131T235000Z_20260131T235500Z.parquet"]
+    for table in ("cluster_rates", "allocations", "ladder"):
+        assert list((tree / table / "island=fe5" / "month=2026-01").glob("*.parquet"))
+    rows = duckdb.sql(
+        f"SELECT island, month, tick, strftime(timezone('UTC', time), '%H:%M'), vwap::DOUBLE,"
+        f" min::DOUBLE, max::DOUBLE, gpus, clusters, pending_gpus "
+        f"FROM read_parquet('{tree}/ticks/**/*.parquet', hive_partitioning = true) "
+        f"WHERE island = 'fe5' ORDER BY tick").fetchall()
+    assert rows == [
+        ("fe5", "2026-01", s["tick"], s["time"][11:16], s["vwap"], s["min"], s["max"], s["gpus"],
+         s["clusters"], s["pending_gpus"])
+        for s in stats[:4]
+    ]
+    ((paid,),) = duckdb.sql(
+        f"SELECT sum(amount_usd)::DOUBLE FROM read_parquet('{tree}/cluster_rates/**/*.parquet',"
+        f" hive_partitioning = true) WHERE island = 'fe5'").fetchall()
+    assert paid > 0
+
+    # One-minute candles: one per tick, history and live rows together.
+    candles = ok(server.client.get("/api/market/series",
+                                   params={"island": "fe5", "interval": "1m"}))
+    assert [(c["start"], c["ticks"], c["open"], c["close"]) for c in candles] == [
+        (s["time"], 1, s["vwap"], s["vwap"]) for s in stats]
+    five = ok(server.client.get("/api/market/series",
+                                params={"island": "fe5", "interval": "5m"}))
+    assert [(c["start"], c["ticks"]) for c in five] == [
+        ("2026-01-31T23:50:00Z", 4), ("2026-01-31T23:55:00Z", 4)]
+    assert five[0]["open"] == stats[0]["vwap"]
+    assert five[0]["close"] == stats[3]["vwap"]
+    assert five[0]["high"] == max(s["vwap"] for s in stats[:4])
+    assert five[0]["gpu_hours"] == pytest.approx(sum(s["gpus"] for s in stats[:4]) / 60)
+    csv = server.client.get("/api/market/series",
+                            params={"island": "fe5", "interval": "5m", "format": "csv"})
+    assert csv.text.splitlines()[0].startswith("start,open,high,low,close")
+    assert len(csv.text.splitlines()) == 3

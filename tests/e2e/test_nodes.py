@@ -1,0 +1,171 @@
+"""Operator node actions through the real server: cordon stops billing at once and earns a
+replacement that inherits the window ahead of bids; dark inside a window is replaced too;
+uncordon returns the node as idle capacity. Time moves only by POST /api/admin/ticks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Server
+from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+
+TICK_HOURS = 300 / 3600
+
+
+def _nodes(server: Server, island: str) -> dict[str, Any]:
+    rows = ok(server.client.get(f"/api/admin/islands/{island}/nodes", headers=server.operator()))
+    return {n["id"]: n for n in rows}
+
+
+def _act(server: Server, island: str, node: str, action: str) -> Any:
+    path = f"/api/admin/islands/{island}/nodes/{node}/{action}"
+    return ok(server.client.post(path, headers=server.operator()))
+
+
+def _billed(server: Server, auth: dict[str, str]) -> list[Any]:
+    return ok(server.client.get("/api/billing", params={"granularity": "1d"}, headers=auth))
+
+
+def test_cordon_stops_billing_and_a_replacement_inherits_the_window_ahead_of_bids(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    make_island(server, "cord", nodes=3, reserve=1.0)
+    make_account(server, "cord-acct", balance=1000)
+    k = make_cluster(server, "cord-acct", "cord", "k8s", "cord-k")
+    vm = make_cluster(server, "cord-acct", "cord", "vm", "cord-vm")
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 4}, headers=k))
+    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 2}, headers=k), 201)
+    tick(server, island="cord")
+    job = ok(server.client.get("/api/k8s/jobs/train", headers=k))
+    assert job["state"] == "running"
+    lost, kept = sorted(job["node_ids"])
+    window = _nodes(server, "cord")[lost]["window_ends_at"]
+    assert window is not None
+
+    cordoned = _act(server, "cord", lost, "cordon")
+    assert cordoned["state"] == "cordoned"
+    assert cordoned["cluster"] == "cord-k"  # it stays with the cluster, unbilled
+    assert cordoned["replacement_owed_until"] == window
+    # billing for the node stops at once: the interval billed in advance is refunded for it
+    assert sum(r["gpu_hours"] for r in _billed(server, k)) == pytest.approx(8 * TICK_HOURS)
+    job = ok(server.client.get("/api/k8s/jobs/train", headers=k))
+    assert job["node_ids"] == [kept]  # the job reads short by one node
+    assert job["events"][-1]["type"] == "NodeCordoned"
+
+    # a VM bid far above the job's limit does not get the free node: the replacement does
+    ok(declare(server, vm, 8, 50))
+    stats = tick(server, island="cord")
+    job = ok(server.client.get("/api/k8s/jobs/train", headers=k))
+    assert job["state"] == "running"
+    assert len(job["node_ids"]) == 2
+    (replacement,) = set(job["node_ids"]) - {kept}
+    assert replacement != lost
+    assert job["events"][-1]["type"] == "NodeReplaced"
+    nodes = _nodes(server, "cord")
+    assert nodes[replacement]["window_ends_at"] == window
+    assert nodes[replacement]["locked_price"] == 4.0
+    assert nodes[lost]["state"] == "cordoned"
+    assert nodes[lost]["replacement_owed_until"] is None
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 0
+    assert stats["gpus"] == 16  # the cordoned node is neither held in the market nor billed
+    assert stats["pending_gpus"] == 8
+    # two ticks of 16 GPUs, less the cordoned node's refunded interval
+    assert sum(r["gpu_hours"] for r in _billed(server, k)) == pytest.approx(3 * 8 * TICK_HOURS)
+
+
+def test_uncordon_returns_the_node_as_idle_capacity_a_job_can_take(server: Server) -> None:
+    """10-second ticks: the 5-minute idle grace is 30 ticks."""
+    make_island(server, "unc", nodes=3, reserve=1.0)
+    make_account(server, "unc-acct", balance=1000)
+    k = make_cluster(server, "unc-acct", "unc", "k8s", "unc-k")
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
+    ok(server.client.post("/api/k8s/jobs", json={"name": "one", "nodes": 1}, headers=k), 201)
+    tick(server, island="unc")
+    (node,) = ok(server.client.get("/api/k8s/jobs/one", headers=k))["node_ids"]
+    _act(server, "unc", node, "cordon")
+    tick(server, island="unc")
+    job = ok(server.client.get("/api/k8s/jobs/one", headers=k))
+    assert node not in job["node_ids"]
+    assert len(job["node_ids"]) == 1
+
+    back = _act(server, "unc", node, "uncordon")
+    assert (back["state"], back["cluster"], back["job"]) == ("held", "unc-k", None)
+    # a job that fits takes the idle node instead of bidding
+    ok(server.client.post("/api/k8s/jobs", json={"name": "two", "nodes": 1}, headers=k), 201)
+    stats = tick(server, island="unc")
+    two = ok(server.client.get("/api/k8s/jobs/two", headers=k))
+    assert two["state"] == "running"
+    assert two["node_ids"] == [node]
+    assert "idle nodes" in two["events"][-1]["detail"]
+    assert stats["gpus"] == 16
+
+    # with nothing to run it is released after the idle grace (and the hold its replacement
+    # took over); the cordoned node was never billed for a minimum hold
+    ok(server.client.delete("/api/k8s/jobs/two", headers=k))
+    _act(server, "unc", node, "cordon")
+    _act(server, "unc", node, "uncordon")
+    tick(server, count=29, island="unc")
+    assert _nodes(server, "unc")[node]["state"] == "held"
+    tick(server, island="unc")
+    assert _nodes(server, "unc")[node]["state"] == "free"
+
+
+def test_a_dark_node_inside_its_window_is_replaced_for_the_rest_of_it(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    make_island(server, "dark", nodes=2, reserve=1.0)
+    make_account(server, "dark-acct", balance=1000)
+    vm = make_cluster(server, "dark-acct", "dark", "vm", "dark-vm")
+    ok(declare(server, vm, 8, 3))
+    tick(server, island="dark")
+    (held,) = ok(server.client.get("/api/vm/capacity", headers=vm))["nodes"]
+    tick(server, count=2, island="dark")  # provisioning time counts against the window
+
+    dark = _act(server, "dark", held["id"], "dark")
+    assert dark["state"] == "dark"
+    assert dark["replacement_owed_until"] == held["window_ends_at"]
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 0
+
+    stats = tick(server, island="dark")
+    capacity = ok(server.client.get("/api/vm/capacity", headers=vm))
+    (replacement,) = capacity["nodes"]
+    assert replacement["id"] != held["id"]
+    assert replacement["window_ends_at"] == held["window_ends_at"]
+    assert replacement["locked_price"] == 3.0
+    assert capacity["held_gpus"] == 8
+    assert capacity["pending_gpus"] == 0
+    assert stats["gpus"] == 8  # node count conserved: one node held, one out of service
+
+    # cleared: the cluster already holds what it declared, so the node goes back to the island
+    back = _act(server, "dark", held["id"], "uncordon")
+    assert (back["state"], back["cluster"]) == ("free", None)
+
+
+def test_node_actions_refuse_unknown_nodes_and_need_the_operator(shared_server: Server) -> None:
+    server = shared_server
+    make_island(server, "act", nodes=1, reserve=1.0)
+    before = len(server.refused_lines())
+    missing = server.client.post(
+        "/api/admin/islands/act/nodes/act-n0099/cordon", headers=server.operator()
+    )
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "not-found"
+    anonymous = server.client.post("/api/admin/islands/act/nodes/act-n0000/cordon")
+    assert anonymous.status_code in (401, 403)
+    assert len(server.refused_lines()) == before + 2
+    # a free node can be taken out of service and back
+    assert _act(server, "act", "act-n0000", "cordon")["state"] == "cordoned"
+    assert tick(server, island="act")["gpus"] == 0
+    assert _act(server, "act", "act-n0000", "uncordon")["state"] == "free"
+
+
+def test_the_new_operator_paths_are_in_the_openapi_document(shared_server: Server) -> None:
+    paths = ok(shared_server.client.get("/schema/openapi.json"))["paths"]
+    for action in ("cordon", "uncordon", "dark"):
+        assert f"/api/admin/islands/{{island_id}}/nodes/{{node_id}}/{action}" in paths
+    assert "/api/admin/islands/{island_id}/nodes" in paths
+    assert "post" in paths["/api/admin/clusters/{cluster_id}/base-load"]
