@@ -174,3 +174,55 @@ def test_same_input_same_output() -> None:
     units = tuple(unit(f"u{i}", f"c{i % 3}", 1 + i % 2, 2 + i % 5, i % 4) for i in range(8))
     island = IslandInput(6, 8, 1 * USD, units, (Protected("c1", 2, 5 * USD),))
     assert clear(island) == clear(island)
+
+
+def test_core_payment_that_is_a_whole_micro_dollar_is_not_rounded_past_it() -> None:
+    # regression: solver noise used to read 8.000001 for an exact 8.0
+    island = IslandInput(
+        nodes=5,
+        gpus_per_node=8,
+        reserve_price=1 * USD,
+        units=(
+            Unit("s1", "c1", 2, 1_000_200, 0),
+            Unit("s3", "c3", 1, 1_000_100, 0),
+            Unit("s4", "c4", 1, 1_000_100, 0),
+            Unit("g0", "c0", 4, 1_000_100, 0),
+        ),
+    )
+    result = clear(island)
+    assert result.winners == ("s1", "s3", "s4")
+    assert {c: r.vcg for c, r in result.clusters.items()} == {
+        "c1": 16_002_400,
+        "c3": 8 * USD,
+        "c4": 8 * USD,
+    }
+    # the gang's 4 nodes at 1.0001 (value 32.0032 over 4 nodes) are only blocked by c1 paying
+    # 0.0008 more: the unique core point
+    assert {c: r.core for c, r in result.clusters.items()} == {
+        "c1": 16_003_200,
+        "c3": 8 * USD,
+        "c4": 8 * USD,
+    }
+
+
+def test_degenerate_core_program_clears() -> None:
+    # regression: HiGHS' QP gave up ("Solve error") on this island's nearest-point program
+    price = 3_600
+    island = IslandInput(
+        nodes=6,
+        gpus_per_node=1,
+        reserve_price=100,
+        units=(
+            Unit("s2", "c2", 2, price, 0),
+            Unit("s4", "c4", 1, price, 0),
+            Unit("s3", "c3", 1, price, 0),
+            Unit("s0", "c0", 1, price, 0),
+            Unit("s1", "c1", 1, price, 0),
+            Unit("g0", "c4", 3, 3_500, 0),
+            Unit("g1", "c0", 2, 3_300, 0),
+        ),
+    )
+    result = clear(island)
+    assert result.clusters
+    for cluster in result.clusters.values():
+        assert cluster.vcg <= cluster.core <= cluster.won_nodes * price

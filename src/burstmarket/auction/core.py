@@ -24,14 +24,14 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction.knapsack import Table
-from burstmarket.auction.qp import minimize, nearest_to_origin
+from burstmarket.auction.qp import SolverError, minimize, nearest_to_origin
 
 Floats = npt.NDArray[np.float64]
 
-_SNAP = 1e-3  # µUSD: a solver value this close above a whole µUSD is that µUSD
+_SNAP = 1e-2  # µUSD: a solver value this close above a whole µUSD is that µUSD
 _MAX_ROUNDS = 20
 _BISECTION = 1 << 10  # steps between the last point and the bids in the fallback
-_REVENUE_SLACK = 1e-7  # USD: the LP's own tolerance, so the QP's face is never empty
+_REVENUE_SLACK = (1e-9, 1e-7, 1e-5)  # USD over the LP's minimum revenue the QP may use
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +186,26 @@ def _nearest_minimum_revenue(
     bounds = np.array([(c.bound - sum(lo[j] for j in c.members)) * scale for c in constraints])
     lower = np.zeros(len(involved))
     upper = np.array([(hi[j] - lo[j]) * scale for j in involved])
-    least = minimize(lower, upper, rows, bounds, linear=np.ones(len(involved)))
-    revenue = float(least.sum()) + _REVENUE_SLACK
-    nearest = nearest_to_origin(lower, upper, rows, bounds, revenue)
+    least = float(minimize(lower, upper, rows, bounds, linear=np.ones(len(involved))).sum())
+    nearest = _on_least_revenue(lower, upper, rows, bounds, least)
     point = list(lo)
     for j, above in zip(involved, nearest.tolist(), strict=True):
         point[j] = lo[j] + min(hi[j] - lo[j], max(0, math.ceil(above / scale - _SNAP)))
     return point
+
+
+def _on_least_revenue(
+    lower: Floats, upper: Floats, rows: list[list[int]], bounds: Floats, least: float
+) -> Floats:
+    """The point nearest the origin with revenue at most the LP's minimum plus a slack.
+
+    The slack stays far under the snap to whole µUSD, so it never shows in a payment; only
+    when the LP's own rounding leaves that face empty does it grow, and a payment may then read
+    one µUSD high.
+    """
+    for slack in _REVENUE_SLACK[:-1]:
+        try:
+            return nearest_to_origin(lower, upper, rows, bounds, least + slack)
+        except SolverError:
+            continue
+    return nearest_to_origin(lower, upper, rows, bounds, least + _REVENUE_SLACK[-1])

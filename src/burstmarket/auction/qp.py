@@ -51,6 +51,7 @@ def minimize(
     model.lp_ = lp
     highs = _Highs()
     highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
     highs.passModel(model)
     highs.run()
     status = highs.modelStatusToString(highs.getModelStatus())
