@@ -47,21 +47,15 @@ def decide(
         if take:
             capacity -= size
         if probe_ids.size:
-            fits = probe_left >= size
-            shifted = table[np.where(fits, probe_left - size, 0)]
-            probe_take = fits & (value + shifted >= table[probe_left])
-            differ = probe_take != take
+            shifted = table[np.maximum(probe_left - size, 0)]
+            probe_take = (probe_left >= size) & (value + shifted >= table[probe_left])
+            differ = ~probe_take if take else probe_take
             if differ.any():
-                probe_wins.update(
-                    zip(probe_ids[differ].tolist(), probe_take[differ].tolist(), strict=True)
-                )
+                probe_wins.update(dict.fromkeys(probe_ids[differ].tolist(), not take))
                 keep = ~differ
-                probe_ids, probe_left, probe_take = (
-                    probe_ids[keep],
-                    probe_left[keep],
-                    probe_take[keep],
-                )
-            probe_left = probe_left - size * probe_take
+                probe_ids, probe_left = probe_ids[keep], probe_left[keep]
+            if take:  # the probes still open decided as the main walk did
+                probe_left = probe_left - size
     # a probe that never differed holds the same units: nothing older separates them
     probe_wins.update(dict.fromkeys(probe_ids.tolist(), True))
     return Decisions(chosen, probe_wins)

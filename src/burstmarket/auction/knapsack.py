@@ -30,7 +30,8 @@ def add_group(table: Table, items: Sequence[Item]) -> Table:
     """
     out = table.copy()
     length = len(out)
-    for (size, value), count in Counter(items).items():
+    bundles = Counter(items).items() if len(items) > 1 else [(item, 1) for item in items]
+    for (size, value), count in bundles:
         for copies in _binary_parts(count):
             step = size * copies
             if step < length:
