@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,14 +13,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/burstmarket serve
+	$(BIN)/burstmarket serve --simulate
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-test: $(STAMP) lint
+test: $(STAMP) lint chromium
 	$(BIN)/pytest
+
+# The browser test drives Debian's chromium (never a browser download of Playwright's own).
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clear.py

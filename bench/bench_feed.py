@@ -1,33 +1,48 @@
-"""Market-data speed: websocket fan-out, latest-row endpoints, the hourly series. Prints figures.
+"""Market-data speed against the real server process. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/bench_feed.py            # all three
-    .venv/bin/python bench/bench_feed.py fanout     # or one: fanout | rest | series
+    .venv/bin/python bench/bench_feed.py                      # fanout, rest, series
+    .venv/bin/python bench/bench_feed.py fanout --subscribers 1000 5000 --clients 2 --ticks 30
+    .venv/bin/python bench/bench_feed.py rest --rate 2000 --seconds 5
+    .venv/bin/python bench/bench_feed.py series
 
-The server is one uvicorn process serving the feed's own routes over a real DuckDB file, plus a
-bench-only `POST /bench/tick` that commits a tick's rows (as the service's tick does) and then
-calls `on_tick`; it answers with the wall-clock time of the commit. Subscribers are minimal
-asyncio websocket clients in this process (parsing frames, no JSON), so the client side costs
-as little as possible on a shared machine. Latency = arrival of a tick's update at the LAST
-subscriber minus the commit time.
+Each run starts `burstmarket serve --clock manual` on a fresh data dir (one process, as in
+production) and drives it over HTTP only: island, account, clusters and declarations through
+the operator and tenant API, ticks through `POST /api/admin/ticks`.
+
+fanout: subscribers are raw websocket clients on one epoll loop per process (frame parsing, no
+JSON), spread over `--clients` processes so the load generator is not the bottleneck. The tick's commit time is
+not visible from outside, so latency is measured from when the `POST /api/admin/ticks` request
+is sent (which also runs the auction and commits) to when the update is complete at the LAST
+subscriber: an upper bound. `tick alone` is the same POST with nobody subscribed.
+rest: open-loop `GET /api/market/stats` and `/api/market/ladder` at `--rate` on keep-alive
+connections from one epoll loop; latency counts from when each request was due.
+series: 30 days of 10 s ticks (stats of 200 clusters) written to a data dir and its Parquet
+history before the server starts; then `GET /api/market/series?interval=1h` over the 30 days.
 """
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import base64
-import json
+import multiprocessing as mp
 import os
+import select
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import httpx
+
+BURSTMARKET = Path(sys.executable).parent / "burstmarket"
+TOKEN = "bench-operator-token"
+ISLAND = "bench"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -35,112 +50,74 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 # -- the server process ------------------------------------------------------------------------
 
 
-def serve(port: int, data_dir: Path) -> None:
-    import uvicorn
-    from litestar import Litestar, post
-    from tests.feed.support import MarketDB, Settings
-
-    from burstmarket.feed import build_feed
-
-    db = MarketDB(data_dir / "market.duckdb")
-    feed = build_feed(db, Settings(data_dir))
-    state = {"tick": 0}
-    holdings = {f"c{i:03d}": (8 * (1 + i % 4), f"{2 + i / 1000:.4f}") for i in range(200)}
-    ladder = [f"{2 + n / 1000:.4f}" for n in range(64)]
-
-    @post("/bench/tick", sync_to_thread=False)
-    def tick() -> dict[str, Any]:
-        state["tick"] += 1
-        event = db.commit("bench", state["tick"], holdings=holdings, ladder=ladder)
-        committed = time.time()
-        feed.on_tick(event)
-        return {"tick": state["tick"], "committed_at": committed}
-
-    app = Litestar(route_handlers=[*feed.route_handlers, tick],
-                   on_startup=[feed.start], on_shutdown=[feed.stop])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning",
-                ws="websockets-sansio", ws_per_message_deflate=False, backlog=8192)
-
-
 class Server:
-    def __init__(self) -> None:
-        from tests.feed.support import free_port
+    """`burstmarket serve --clock manual` on a free loopback port."""
 
-        self.dir = tempfile.TemporaryDirectory()
-        self.port = free_port()
+    def __init__(self, data_dir: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.data = data_dir or Path(self.tmp.name) / "data"
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
+        environ.update({"BURSTMARKET_OPERATOR_TOKEN": TOKEN, **(env or {})})
+        self.log = open(Path(self.tmp.name) / "server.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "serve", str(self.port), self.dir.name])
-
-    async def wait(self) -> None:
-        for _ in range(500):
+            [str(BURSTMARKET), "serve", "--clock", "manual", "--data-dir", str(self.data),
+             "--host", "127.0.0.1", "--port", str(self.port), "--tick-seconds", "10"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=environ)
+        self.http = httpx.Client(base_url=self.url, timeout=60,
+                                 headers={"Authorization": f"Bearer {TOKEN}"})
+        deadline = time.monotonic() + 60
+        while True:
             try:
-                await http(self.port, "GET", "/schema/asyncapi.json")
-                return
-            except OSError:
-                await asyncio.sleep(0.02)
-        raise RuntimeError("server did not start")
+                if self.http.get("/api/islands").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.http.request(method, path, **kwargs)
+        assert response.status_code < 300, (path, response.status_code, response.text)
+        return response.json()
+
+    def market(self, nodes: int, clusters: int) -> None:
+        """An island where `clusters` VM clusters of one node each bid for `nodes` nodes."""
+        self.call("PUT", f"/api/admin/islands/{ISLAND}",
+                  json={"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0})
+        self.call("POST", "/api/admin/accounts", json={"name": "acct", "balance_usd": 10**9})
+        for n in range(clusters):
+            made = self.call("POST", "/api/admin/clusters",
+                             json={"account": "acct", "island": ISLAND, "kind": "vm",
+                                   "name": f"c{n:03d}"})
+            self.call("PUT", "/api/vm/capacity",
+                      json={"max_gpus": 8, "max_price_per_gpu_hour": round(2 + n / 100, 2)},
+                      headers={"Authorization": f"Bearer {made['token']}"})
+
+    def tick(self) -> Any:
+        return self.call("POST", "/api/admin/ticks", json={"count": 1, "island": ISLAND})
 
     def close(self) -> None:
+        self.http.close()
         self.proc.terminate()
         self.proc.wait(timeout=30)
-        self.dir.cleanup()
-
-
-async def http(port: int, method: str, path: str) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
-                 "Connection: close\r\n\r\n".encode())
-    data = await reader.read()
-    writer.close()
-    return data.split(b"\r\n\r\n", 1)[1]
+        self.log.close()
+        self.tmp.cleanup()
 
 
 # -- websocket fan-out -------------------------------------------------------------------------
-
-
-class Subscriber(asyncio.Protocol):
-    """Handshake, subscribe, then note when each update frame is complete."""
-
-    def __init__(self, arrivals: dict[int, list[float]], ready: asyncio.Future[None]) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.arrivals = arrivals
-        self.ready = ready
-        self.buffer = b""
-        self.upgraded = False
-        self.frames = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        transport.write(upgrade())  # type: ignore[attr-defined]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if not self.upgraded:
-            if b"\r\n\r\n" not in self.buffer:
-                return
-            self.buffer = self.buffer.split(b"\r\n\r\n", 1)[1]
-            self.upgraded = True
-            assert self.transport is not None
-            self.transport.write(SUBSCRIBE)
-        while len(self.buffer) >= 2:
-            length, offset = self.buffer[1] & 0x7F, 2
-            if length == 126:
-                length, offset = int.from_bytes(self.buffer[2:4], "big"), 4
-            elif length == 127:
-                length, offset = int.from_bytes(self.buffer[2:10], "big"), 10
-            if len(self.buffer) < offset + length:
-                return
-            payload = self.buffer[offset:offset + length]
-            self.buffer = self.buffer[offset + length:]
-            self.frames += 1
-            if payload.startswith(b'{"type":"update"'):
-                tick = int(payload.split(b'"tick":', 1)[1].split(b",", 1)[0])
-                self.arrivals.setdefault(tick, []).append(time.time())
-            elif payload.startswith(b'{"type":"snapshot"') and not self.ready.done():
-                self.ready.set_result(None)
 
 
 def upgrade() -> bytes:
@@ -155,45 +132,105 @@ def masked_text(payload: bytes) -> bytes:
         b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
-SUBSCRIBE = masked_text(b'{"op":"subscribe","channels":["stats:bench"]}')
+SUBSCRIBE = masked_text(b'{"op":"subscribe","channels":["stats:' + ISLAND.encode() + b'"]}')
 
 
-async def fanout(subscribers: int, ticks: int = 30) -> None:
+def subscribe(port: int) -> socket.socket:
+    """A connected, subscribed websocket (blocking until its snapshot has arrived)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(upgrade())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    sock.sendall(SUBSCRIBE)
+    while data.count(b'"type":"snapshot"') == 0:
+        data += sock.recv(65536)
+    sock.setblocking(False)
+    return sock
+
+
+def client_process(port: int, count: int, pipe: Connection) -> None:
+    """`count` subscribers on one epoll loop (no asyncio, no JSON: as little client CPU per
+    message as Python allows); for each tick, once all have it, sends (tick, arrival times)."""
+    socks = [subscribe(port) for _ in range(count)]
+    poller = select.epoll()
+    buffers = {}
+    for sock in socks:
+        poller.register(sock.fileno(), select.EPOLLIN)
+        buffers[sock.fileno()] = b""
+    pipe.send("ready")
+    arrivals: dict[int, list[float]] = {}
+    while not pipe.poll():
+        for fd, _ in poller.poll(0.1):
+            now = time.time()
+            buffer = buffers[fd] + os.read(fd, 65536)
+            while len(buffer) >= 2:
+                length, offset = buffer[1] & 0x7F, 2
+                if length == 126:
+                    length, offset = int.from_bytes(buffer[2:4], "big"), 4
+                elif length == 127:
+                    length, offset = int.from_bytes(buffer[2:10], "big"), 10
+                if len(buffer) < offset + length:
+                    break
+                payload = buffer[offset:offset + length]
+                buffer = buffer[offset + length:]
+                if payload.startswith(b'{"type":"update"'):
+                    tick = int(payload.split(b'"tick":', 1)[1].split(b",", 1)[0])
+                    times = arrivals.setdefault(tick, [])
+                    times.append(now)
+                    if len(times) == count:
+                        pipe.send((tick, arrivals.pop(tick)))
+            buffers[fd] = buffer
+    for sock in socks:
+        sock.close()
+
+
+def fanout(subscribers: int, clients: int, ticks: int) -> None:
     server = Server()
     try:
-        await server.wait()
-        await http(server.port, "POST", "/bench/tick")
-        loop = asyncio.get_running_loop()
-        arrivals: dict[int, list[float]] = {}
-        readies = []
-        for start in range(0, subscribers, 200):
-            batch = []
-            for _ in range(start, min(subscribers, start + 200)):
-                ready: asyncio.Future[None] = loop.create_future()
-                await loop.create_connection(
-                    lambda ready=ready: Subscriber(arrivals, ready), "127.0.0.1", server.port)
-                batch.append(ready)
-            await asyncio.gather(*batch)
-            readies += batch
-        last, every = [], []
+        server.market(nodes=4, clusters=3)
+        server.tick()
+        alone = []
+        for _ in range(10):
+            began = time.time()
+            server.tick()
+            alone.append((time.time() - began) * 1000)
+        pipes, procs = [], []
+        for n in range(clients):
+            mine, theirs = mp.Pipe()
+            share = subscribers // clients + (n < subscribers % clients)
+            proc = mp.Process(target=client_process, args=(server.port, share, theirs))
+            proc.start()
+            pipes.append(mine)
+            procs.append(proc)
+        for pipe in pipes:
+            assert pipe.poll(600), "subscribers did not connect"
+            assert pipe.recv() == "ready"
+        last, spread, every = [], [], []
         for _ in range(ticks):
-            answer = json.loads(await http(server.port, "POST", "/bench/tick"))
-            tick, committed = answer["tick"], answer["committed_at"]
-            deadline = loop.time() + 10
-            # Polling: arrivals are written by protocol callbacks, not by a task to await.
-            while len(arrivals.get(tick, ())) < subscribers and loop.time() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(0.001)
-            times = arrivals.pop(tick, [])
-            if len(times) < subscribers:
-                print(f"tick {tick}: only {len(times)} of {subscribers} got it within 10 s")
-                continue
-            last.append((max(times) - committed) * 1000)
-            every += [(t - committed) * 1000 for t in times]
-            await asyncio.sleep(0.05)
-        print(f"fanout {subscribers:>5} subscribers, {ticks} ticks: commit -> last subscriber "
-              f"p50 {percentile(last, 0.5):6.1f} ms  p99 {percentile(last, 0.99):6.1f} ms   "
-              f"(every delivery p50 {percentile(every, 0.5):.1f} ms, "
-              f"p99 {percentile(every, 0.99):.1f} ms)")
+            time.sleep(0.2)  # let the clients settle: each tick is measured on its own
+            began = time.time()
+            tick = server.tick()["tick"]
+            times: list[float] = []
+            for pipe in pipes:
+                if not pipe.poll(30):
+                    raise RuntimeError(f"tick {tick} did not reach every subscriber in 30 s")
+                got, arrivals = pipe.recv()
+                assert got == tick, (got, tick)
+                times += arrivals
+            last.append((max(times) - began) * 1000)
+            spread.append((max(times) - min(times)) * 1000)
+            every += [(t - began) * 1000 for t in times]
+        for pipe in pipes:
+            pipe.send("stop")
+        for proc in procs:
+            proc.join(30)
+        print(f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
+              f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
+              f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
+              f"{percentile(spread, 0.5):.1f} ms p99 {percentile(spread, 0.99):.1f} ms; "
+              f"every delivery p50 {percentile(every, 0.5):.1f} ms; "
+              f"tick alone p50 {percentile(alone, 0.5):.1f} ms   [{load()}]", flush=True)
     finally:
         server.close()
 
@@ -201,37 +238,71 @@ async def fanout(subscribers: int, ticks: int = 30) -> None:
 # -- latest-row endpoints ----------------------------------------------------------------------
 
 
-async def rest(rate: int = 2000, seconds: float = 5.0, connections: int = 32) -> None:
+def rest_load(port: int, rate: int, seconds: float, connections: int) -> tuple[list[float], float]:
+    """Open loop on keep-alive connections, one epoll loop: request n is due at n / rate on
+    connection n % connections, sent when due (or when that connection's previous answer
+    arrives), and its latency counts from when it was due."""
+    paths = [f"/api/market/stats?island={ISLAND}", f"/api/market/ladder?island={ISLAND}"]
+    requests = [f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for path in paths]
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(connections)]
+    poller = select.epoll()
+    for sock in socks:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        poller.register(sock.fileno(), select.EPOLLIN)
+    index = {sock.fileno(): n for n, sock in enumerate(socks)}
+    waiting: list[list[int]] = [[] for _ in socks]
+    inflight: list[int | None] = [None] * connections
+    buffers = [b""] * connections
+    latencies: list[float] = []
+    total = int(rate * seconds)
+    start = time.monotonic() + 0.2
+    following = 0
+
+    def send(conn: int) -> None:
+        n = waiting[conn].pop(0)
+        inflight[conn] = n
+        socks[conn].sendall(requests[n % 2])
+
+    while len(latencies) < total:
+        now = time.monotonic()
+        while following < total and start + following / rate <= now:
+            conn = following % connections
+            waiting[conn].append(following)
+            if inflight[conn] is None:
+                send(conn)
+            following += 1
+        wait = start + following / rate - now if following < total else 1.0
+        for fd, _ in poller.poll(max(0.0, wait)):
+            conn = index[fd]
+            buffer = buffers[conn] + os.read(fd, 65536)
+            head, sep, rest = buffer.partition(b"\r\n\r\n")
+            if sep:
+                assert head.startswith(b"HTTP/1.1 200"), head
+                length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n")[0])
+                if len(rest) >= length:
+                    n = inflight[conn]
+                    assert n is not None
+                    latencies.append((time.monotonic() - (start + n / rate)) * 1000)
+                    inflight[conn] = None
+                    buffer = rest[length:]
+                    if waiting[conn]:
+                        send(conn)
+            buffers[conn] = buffer
+    for sock in socks:
+        sock.close()
+    return latencies, time.monotonic() - start
+
+
+def rest(rate: int, seconds: float, connections: int) -> None:
     server = Server()
     try:
-        await server.wait()
-        await http(server.port, "POST", "/bench/tick")
-        paths = ["/api/market/stats?island=bench", "/api/market/ladder?island=bench&max_nodes=8"]
-        latencies: list[float] = []
-        loop = asyncio.get_running_loop()
-        start = loop.time() + 0.2
-        total = int(rate * seconds)
-
-        async def worker(index: int) -> None:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            for n in range(index, total, connections):
-                due = start + n / rate  # open loop: requests leave on schedule
-                await asyncio.sleep(max(0.0, due - loop.time()))
-                sent = loop.time()
-                writer.write(f"GET {paths[n % 2]} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n")[0])
-                await reader.readexactly(length)
-                # From when it was due: waiting behind a slow server counts.
-                latencies.append((loop.time() - min(sent, due)) * 1000)
-            writer.close()
-
-        began = time.perf_counter()
-        await asyncio.gather(*(worker(i) for i in range(connections)))
-        took = time.perf_counter() - began
-        print(f"rest stats+ladder: {len(latencies)} requests in {took:.1f} s "
-              f"({len(latencies) / took:.0f}/s offered {rate}/s): p50 "
-              f"{percentile(latencies, 0.5):.2f} ms  p99 {percentile(latencies, 0.99):.2f} ms")
+        server.market(nodes=64, clusters=40)
+        server.tick()
+        latencies, took = rest_load(server.port, rate, seconds, connections)
+        print(f"rest stats+ladder (64-rung ladder): {len(latencies)} requests in {took:.1f} s "
+              f"({len(latencies) / took:.0f}/s, offered {rate}/s on {connections} connections): "
+              f"p50 {percentile(latencies, 0.5):.2f} ms  p99 {percentile(latencies, 0.99):.2f} ms"
+              f"   [{load()}]", flush=True)
     finally:
         server.close()
 
@@ -239,67 +310,82 @@ async def rest(rate: int = 2000, seconds: float = 5.0, connections: int = 32) ->
 # -- the hourly series over 30 days ------------------------------------------------------------
 
 
-def series_bench() -> None:
-    from tests.feed.support import MarketDB
-
-    from burstmarket.feed import series
+def prefill(data: Path, end: datetime, days: int) -> None:
+    """`days` of 10 s ticks of one island (stats of 200 clusters with drifting rates) in the
+    service's own store, exported to Parquet; the live table keeps the last hour."""
     from burstmarket.history import HistoryExporter
-    from burstmarket.history.store import StoreReader
+    from burstmarket.store import Database
 
-    with tempfile.TemporaryDirectory() as folder:
-        data = Path(folder)
-        db = MarketDB(data / "market.duckdb")
-        end = datetime(2025, 3, 31, tzinfo=UTC)
-        start = end - timedelta(days=30)
-        # 30 days of 10 s ticks; each tick's stats are those of 200 clusters with drifting rates.
-        db.con.execute(
+    data.mkdir(parents=True)
+    db = Database(data / "market.duckdb")
+    start = end - timedelta(days=days)
+    with db.write() as cur:
+        cur.execute(
             """
             INSERT INTO ticks
-            WITH t AS (SELECT range AS tick FROM range(1, 259201)),
+            WITH t AS (SELECT range AS tick FROM range(1, $count + 1)),
                  c AS (SELECT range AS cluster FROM range(200)),
                  r AS (SELECT tick, 8 * (1 + cluster % 4) AS gpus,
                               2 + ((tick // 360 + cluster * 7) % 100) / 100 AS rate
                        FROM t, c)
-            SELECT 'bench', tick, $start + (tick - 1) * INTERVAL 10 SECOND,
+            SELECT $island, tick, $start + (tick - 1) * INTERVAL 10 SECOND,
                    (sum(rate * gpus) / sum(gpus))::DECIMAL(18, 6), min(rate), max(rate),
                    sum(gpus), 200, 0, 1.5
             FROM r GROUP BY tick
             """,
-            {"start": start},
+            {"count": days * 8640, "island": ISLAND, "start": start},
         )
+    HistoryExporter(db, data / "history").run()
+    with db.write() as cur:
+        cur.execute("DELETE FROM ticks WHERE time < $cut", {"cut": end - timedelta(hours=1)})
+    db.close()
+
+
+def series(runs: int) -> None:
+    end = datetime(2026, 3, 31, tzinfo=UTC)
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder) / "data"
         began = time.perf_counter()
-        HistoryExporter(db, data / "history").run()
-        exported = time.perf_counter() - began
-        # The live table keeps the last hour; the rest is read from Parquet.
-        db.con.execute("DELETE FROM ticks WHERE time < $cut", {"cut": end - timedelta(hours=1)})
-        files = sorted(p.name for p in (data / "history" / "ticks").rglob("*.parquet"))
-        query = series.SeriesQuery.parse(
-            {"interval": "1h", "start": start.isoformat(), "end": end.isoformat(),
-             "limit": "1000"}, "bench", end)
-        runs = []
-        for _ in range(7):
-            began = time.perf_counter()
-            table = series.candles(StoreReader(db), data / "history", query, 10.0)
-            body = series.render(table, "json")
-            runs.append((time.perf_counter() - began) * 1000)
-        print(f"series 1h over 30 days (259,200 ticks, 200 clusters): {table.num_rows} candles, "
-              f"{len(body)} bytes JSON, median {statistics.median(runs):.0f} ms, "
-              f"max {max(runs):.0f} ms; history export {exported:.1f} s into {len(files)} "
-              f"ticks file(s)")
+        prefill(data, end, 30)
+        filled = time.perf_counter() - began
+        server = Server(data, env={"BURSTMARKET_CLOCK_START": end.isoformat()})
+        try:
+            params = {"island": ISLAND, "interval": "1h", "limit": "1000",
+                      "start": (end - timedelta(days=30)).isoformat(), "end": end.isoformat()}
+            took, body = [], b""
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                response = server.http.get("/api/market/series", params=params)
+                took.append((time.perf_counter() - t0) * 1000)
+                assert response.status_code == 200, response.text
+                body = response.content
+            candles = len(response.json())
+            print(f"series 1h over 30 days (259,200 ticks of 200 clusters, history + last hour "
+                  f"live): {candles} candles, {len(body)} bytes JSON, median "
+                  f"{statistics.median(took):.0f} ms, max {max(took):.0f} ms over {runs} "
+                  f"requests (prefill {filled:.0f} s)   [{load()}]", flush=True)
+        finally:
+            server.close()
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["serve"]:
-        serve(int(sys.argv[2]), Path(sys.argv[3]))
-        return
-    which = sys.argv[1:] or ["fanout", "rest", "series"]
-    if "fanout" in which:
-        asyncio.run(fanout(1000))
-        asyncio.run(fanout(5000))
-    if "rest" in which:
-        asyncio.run(rest())
-    if "series" in which:
-        series_bench()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("which", nargs="*", default=["fanout", "rest", "series"])
+    parser.add_argument("--subscribers", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--ticks", type=int, default=30)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    if "fanout" in args.which:
+        for count in args.subscribers:
+            fanout(count, args.clients, args.ticks)
+    if "rest" in args.which:
+        rest(args.rate, args.seconds, args.connections)
+    if "series" in args.which:
+        series(args.runs)
 
 
 if __name__ == "__main__":

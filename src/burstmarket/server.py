@@ -7,6 +7,7 @@ import logging
 import uvicorn
 
 from burstmarket.api.app import create_app
+from burstmarket.feed.wire import FeedWebSocketProtocol
 from burstmarket.settings import Settings
 
 
@@ -47,4 +48,8 @@ def serve(settings: Settings) -> None:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=2,
+        # uvicorn's sans-I/O websockets, exposing the transport so the feed writes each tick's
+        # frame, built once, to every subscriber; no per-subscriber compression.
+        ws=FeedWebSocketProtocol,
+        ws_per_message_deflate=False,
     )

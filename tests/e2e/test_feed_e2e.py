@@ -176,7 +176,7 @@ def test_garbage_frames_get_an_error_and_the_connection_survives(shared_server: 
 def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
     server = shared_server
     populate(server, "fe4")
-    answer = tick(server)
+    answer = tick(server, island="fe4")
     with connect(ws_url(server)) as ws:
         subscribe(ws, ["stats:fe4"])
         recv(ws)
@@ -299,3 +299,15 @@ def test_history_parquet_and_series_while_the_server_runs(minute_server: Server)
                             params={"island": "fe5", "interval": "5m", "format": "csv"})
     assert csv.text.splitlines()[0].startswith("start,open,high,low,close")
     assert len(csv.text.splitlines()) == 3
+
+
+def test_the_market_endpoints_are_in_openapi_and_the_feed_in_asyncapi(
+    shared_server: Server,
+) -> None:
+    openapi = ok(shared_server.client.get("/schema/openapi.json"))
+    for path in ("/api/market/stats", "/api/market/ladder", "/api/market/series"):
+        assert "get" in openapi["paths"][path], path
+    asyncapi = ok(shared_server.client.get("/schema/asyncapi.json"))
+    assert asyncapi["channels"]["market"]["address"] == "/ws/market"
+    assert {"snapshot_stats", "update_ladder", "heartbeat", "error"} <= set(
+        asyncapi["channels"]["market"]["messages"])

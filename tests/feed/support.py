@@ -29,6 +29,7 @@ from litestar import Litestar, Request, Response
 from burstmarket.errors import MarketError
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
+from burstmarket.feed.wire import FeedWebSocketProtocol
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
@@ -176,7 +177,8 @@ class FeedServer:
             exception_handlers={MarketError: render_error},
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                ws="websockets-sansio", lifespan="on")
+                                ws=FeedWebSocketProtocol, ws_per_message_deflate=False,
+                                lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

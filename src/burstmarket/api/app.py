@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Protocol
 
 from litestar import Litestar, MediaType, Response, get
 from litestar.di import Provide
@@ -21,34 +18,13 @@ from burstmarket.api import operator, tenant
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.services import Services
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
-from burstmarket.events import TickCommitted
+from burstmarket.feed import build_feed
 from burstmarket.market.operator import Operator
 from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
-
-
-class Feed(Protocol):
-    """What the market-data package plugs in (burstmarket.feed.build_feed(db, settings))."""
-
-    route_handlers: list[ControllerRouterHandler]
-
-    def on_tick(self, event: TickCommitted) -> None: ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-def _build_feed(db: Database, settings: Settings) -> Feed | None:
-    """The one place the feed plugs in; absent until burstmarket.feed exists."""
-    if importlib.util.find_spec("burstmarket.feed") is None:
-        return None
-    build = getattr(importlib.import_module("burstmarket.feed"), "build_feed", None)
-    return None if build is None else build(db, settings)
-
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """The dashboard's page, script and styles (shipped in the package, no CDN)."""
@@ -75,15 +51,13 @@ def create_app(settings: Settings) -> Litestar:
     clock = _clock(settings)
     market = Market(db, clock, settings)
     services = Services(settings, clock, market, Tenant(market), Operator(market))
-    feed = _build_feed(db, settings)
-    if feed is not None:
-        market.listeners.append(feed.on_tick)
+    feed = build_feed(db, settings)
+    market.listeners.append(feed.on_tick)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        if feed is not None:
-            await feed.start()
+        await feed.start()
         if scheduler is not None:
             scheduler.start()
         try:
@@ -91,14 +65,12 @@ def create_app(settings: Settings) -> Litestar:
         finally:
             if scheduler is not None:
                 scheduler.stop()
-            if feed is not None:
-                await feed.stop()
+            await feed.stop()
             db.close()
 
     handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
     handlers += [dashboard, create_static_files_router("/static", [STATIC])]
-    if feed is not None:
-        handlers += feed.route_handlers
+    handlers += feed.route_handlers
     return Litestar(
         route_handlers=handlers,
         dependencies={"services": Provide(lambda: services, sync_to_thread=False)},

@@ -1,6 +1,7 @@
 """Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, spend limit, billing.
 
-Handlers are sync and run in a worker thread: every one of them touches DuckDB.
+Handlers are sync and run in a worker thread: every one of them touches DuckDB. Except the hot
+path, `PUT /api/vm/capacity`: it stays on the event loop and awaits the store's group commit.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import Parameter
 
-from burstmarket.api.auth import cluster_of
+from burstmarket.api.auth import cluster_of, tenant_of
 from burstmarket.api.bodies import (
     Bid,
     Capacity,
@@ -47,11 +48,10 @@ def get_capacity(request: AnyRequest, services: Services) -> Json:
 
 
 @put("/api/vm/capacity")
-@threaded
-def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = _me(request, services)
+async def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
+    me = await tenant_of(request, services.market, services.settings.operator_token)
     data = decode(body, Capacity)
-    return services.tenant.declare_vm(
+    return await services.tenant.declare_vm(
         me,
         data.max_gpus,
         optional_price("max_price_per_gpu_hour", data.max_price_per_gpu_hour),

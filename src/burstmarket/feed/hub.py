@@ -1,35 +1,44 @@
-"""Fan-out: channels, their latest row, and every subscriber's bounded outbound queue.
+"""Fan-out: channels, their latest row, and every subscriber's connection.
 
-`publish` runs on the event loop right after a tick commits. It never awaits: each subscriber has
-its own queue drained by its own writer task, so a subscriber whose socket is full delays nobody.
-A queue that reaches `backlog` live messages marks the subscriber slow; its writer is cancelled
-and the connection is closed with 4008 `slow-consumer` (it may come back with `from_tick`).
+`publish` runs on the event loop right after a tick commits and never awaits: it writes the
+tick's frame (built once) to each subscriber's transport in one loop. A subscriber whose
+transport already holds more than `HIGH_WATER` unsent bytes gets its frames queued instead, and
+a small drain task feeds them in as the socket empties; a queue that reaches `backlog` live
+messages marks the subscriber slow, and the connection is closed with 4008 `slow-consumer` (it
+may come back with `from_tick`). So a subscriber whose socket is full delays nobody.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
 
-from burstmarket.feed.messages import Row, SendEvent
+from burstmarket.feed.messages import Row
+from burstmarket.feed.wire import close_frame
 
 SLOW_CONSUMER = 4008
+
+HIGH_WATER = 64 * 1024
+"""Unsent bytes in a transport past which frames wait in the subscriber's own queue."""
+
+DRAIN_POLL_SECONDS = 0.005
+"""How often a subscriber with queued frames looks whether its socket took more."""
 
 
 class Subscriber:
     """One websocket connection's outbound side."""
 
-    def __init__(self, send: Callable[[SendEvent], Awaitable[None]], backlog: int) -> None:
-        self._send = send
+    def __init__(self, transport: asyncio.WriteTransport, backlog: int) -> None:
+        self._transport = transport
         self._backlog = backlog
-        self._queue: deque[SendEvent] = deque()
-        self._wake = asyncio.Event()
+        self._queue: deque[tuple[bytes, bool]] = deque()
+        """Frames waiting for the socket, each with whether it is a live message."""
+        self._live = 0
+        """Live messages in the queue. Snapshots and replays are queued on top of the bound:
+        they are finite (one replay window) and asked for, never the subscriber falling behind."""
         self._loop = asyncio.get_running_loop()
-        # Snapshots and replays are queued on top of the live bound: they are finite (one replay
-        # window) and asked for, so they never count as the subscriber falling behind.
-        self._granted = 0
-        self._writer: asyncio.Task[None] | None = None
+        self._drainer: asyncio.Task[None] | None = None
+        self.failed = asyncio.Event()
         self.channels: set[str] = set()
         self.joining: dict[str, list[Row]] = {}
         """Channels between subscribe and live: their live rows wait here, in tick order."""
@@ -41,21 +50,24 @@ class Subscriber:
         """When the last message left, if nothing is queued now."""
         return None if self._queue else self.last_sent
 
-    def offer(self, event: SendEvent, *, granted: bool = False) -> None:
-        if self.close_code is not None:
+    def offer(self, frame: bytes, *, granted: bool = False) -> None:
+        if self.close_code is not None or self._transport.is_closing():
             return
-        if not granted and len(self._queue) >= self._backlog + self._granted:
-            self.fail(SLOW_CONSUMER)
+        if not self._queue and self._transport.get_write_buffer_size() <= HIGH_WATER:
+            self._transport.write(frame)
+            self.last_sent = self._loop.time()
             return
-        self._queue.append(event)
-        if granted:
-            self._granted += 1
-        self._wake.set()
+        if not granted:
+            if self._live >= self._backlog:
+                self.fail(SLOW_CONSUMER)
+                return
+            self._live += 1
+        self._queue.append((frame, not granted))
+        if self._drainer is None:
+            self._drainer = self._loop.create_task(self._drain())
 
     def deliver(self, row: Row) -> None:
         """A live row of a channel this subscriber is on (or joining)."""
-        if self.close_code is not None:
-            return
         waiting = self.joining.get(row.channel)
         if waiting is None:
             self.offer(row.update)
@@ -79,26 +91,39 @@ class Subscriber:
                 last = row.tick
 
     def fail(self, code: int) -> None:
-        """Stop writing now; the connection handler closes the socket with `code`."""
+        """Stop writing now; the connection handler then closes the connection with `code`."""
         if self.close_code is None:
             self.close_code = code
             self._queue.clear()
-            if self._writer is not None:
-                self._writer.cancel()
+            self._live = 0
+            if self._drainer is not None:
+                self._drainer.cancel()
+            self.failed.set()
 
-    async def run(self) -> None:
-        """The writer: drains the queue in order until the subscriber fails or disconnects."""
-        self._writer = asyncio.current_task()
-        while self.close_code is None:
-            if not self._queue:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            event = self._queue.popleft()
-            if self._granted:
-                self._granted -= 1
-            await self._send(event)
-            self.last_sent = self._loop.time()
+    def close(self, code: int, reason: str, timeout: float) -> None:
+        """The close frame after whatever the socket still holds, then the connection is shut;
+        a peer that takes none of it within `timeout` seconds is cut off."""
+        transport = self._transport
+        if transport.is_closing():
+            return
+        transport.write(close_frame(code, reason))
+        transport.close()  # once the buffer has drained
+        self._loop.call_later(timeout, transport.abort)
+
+    async def _drain(self) -> None:
+        """Feed queued frames to the transport, in order, as fast as the socket takes them."""
+        transport = self._transport
+        try:
+            while self._queue and not transport.is_closing():
+                if transport.get_write_buffer_size() > HIGH_WATER:
+                    await asyncio.sleep(DRAIN_POLL_SECONDS)
+                    continue
+                frame, live = self._queue.popleft()
+                self._live -= live
+                transport.write(frame)
+                self.last_sent = self._loop.time()
+        finally:
+            self._drainer = None
 
 
 class Hub:

@@ -1,8 +1,8 @@
 """Feed messages, each encoded once and shared by every subscriber and request that needs it.
 
-A `Row` is one tick of one channel (tick, time, data). Its `update`, `snapshot` and REST bodies
-are JSON-encoded lazily, at most once each; the websocket writers send the very same ASGI event
-dict to every subscriber, so a tick costs one encoding per channel whatever the audience.
+A `Row` is one tick of one channel (tick, time, data). Its `update` and `snapshot` websocket
+frames and its REST bodies are encoded lazily, at most once each; the very same frame bytes are
+written to every subscriber, so a tick costs one encoding per channel whatever the audience.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from typing import Any
 import msgspec
 
 from burstmarket.errors import MarketError
+from burstmarket.feed.wire import text_frame
 
 _encoder = msgspec.json.Encoder()
-
-SendEvent = dict[str, Any]
-"""An ASGI `websocket.send` event, built once and handed to every subscriber's writer."""
 
 
 def rfc3339(value: datetime) -> str:
@@ -37,23 +35,42 @@ def display(value: Any) -> Any:
     return value
 
 
-def encode(message: dict[str, Any]) -> str:
-    return _encoder.encode(message).decode()
+def message_frame(message: dict[str, Any]) -> bytes:
+    """`message` as one websocket text frame, ready for any subscriber's transport."""
+    return text_frame(_encoder.encode(message))
 
 
-def send_event(message: dict[str, Any]) -> SendEvent:
-    return {"type": "websocket.send", "text": encode(message)}
+def error_frame(error: MarketError) -> bytes:
+    return message_frame({"type": "error", **error.body()})
 
 
-def error_event(error: MarketError) -> SendEvent:
-    return send_event({"type": "error", **error.body()})
+class Prepared:
+    """A complete `200 application/json` response built once, then handed as is to every request
+    for it: litestar passes an ASGI app returned by a handler straight to the server, so a
+    request costs two sends of prebuilt messages and no per-request encoding."""
+
+    __slots__ = ("_body", "_start", "body")
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self._start = {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode())],
+        }
+        self._body = {"type": "http.response.body", "body": body}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send(self._start)
+        await send(self._body)
 
 
 class Row:
     """One tick of one channel, with its encodings made on first use."""
 
-    __slots__ = ("_body", "_snapshot", "_trimmed", "_update", "channel", "data", "island", "tick",
-                 "time")
+    __slots__ = ("_response", "_snapshot", "_trimmed", "_update", "channel", "data", "island",
+                 "tick", "time")
 
     def __init__(
         self, channel: str, island: str, tick: int, time: datetime, data: dict[str, Any]
@@ -63,10 +80,10 @@ class Row:
         self.tick = tick
         self.time = rfc3339(time)
         self.data = data
-        self._update: SendEvent | None = None
-        self._snapshot: SendEvent | None = None
-        self._body: bytes | None = None
-        self._trimmed: dict[tuple[str, int], bytes] = {}
+        self._update: bytes | None = None
+        self._snapshot: bytes | None = None
+        self._response: Prepared | None = None
+        self._trimmed: dict[tuple[str, int], Prepared] = {}
 
     def _message(self, kind: str) -> dict[str, Any]:
         return {
@@ -75,27 +92,28 @@ class Row:
         }
 
     @property
-    def update(self) -> SendEvent:
+    def update(self) -> bytes:
         if self._update is None:
-            self._update = send_event(self._message("update"))
+            self._update = message_frame(self._message("update"))
         return self._update
 
     @property
-    def snapshot(self) -> SendEvent:
+    def snapshot(self) -> bytes:
         if self._snapshot is None:
-            self._snapshot = send_event(self._message("snapshot"))
+            self._snapshot = message_frame(self._message("snapshot"))
         return self._snapshot
 
-    def body(self, trim: tuple[str, int] | None = None) -> bytes:
-        """The REST body `{island, tick, time, **data}`, optionally with one list cut short."""
+    def response(self, trim: tuple[str, int] | None = None) -> Prepared:
+        """The REST answer `{island, tick, time, **data}`, optionally with one list cut short."""
         if trim is None:
-            if self._body is None:
-                self._body = _encoder.encode(self._rest(self.data))
-            return self._body
+            if self._response is None:
+                self._response = Prepared(_encoder.encode(self._rest(self.data)))
+            return self._response
         cached = self._trimmed.get(trim)
         if cached is None:
             field, count = trim
-            cached = _encoder.encode(self._rest({**self.data, field: self.data[field][:count]}))
+            cached = Prepared(_encoder.encode(
+                self._rest({**self.data, field: self.data[field][:count]})))
             # Bounded: one entry per distinct (param value) asked for during this tick.
             if len(self._trimmed) < 256:
                 self._trimmed[trim] = cached

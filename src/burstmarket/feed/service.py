@@ -8,9 +8,7 @@ awaiting anyone); feeds without one are read back from the store by one worker, 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,9 +24,10 @@ from burstmarket.feed import series
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document
 from burstmarket.feed.catalog import FeedSpec, load_catalog
 from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
-from burstmarket.feed.messages import Row, SendEvent, error_event, rfc3339, send_event
+from burstmarket.feed.messages import Prepared, Row, error_frame, message_frame, rfc3339
 from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame
 from burstmarket.feed.reader import FeedReader
+from burstmarket.feed.wire import transport_of
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
 from burstmarket.history.store import Database
@@ -56,7 +55,7 @@ class FeedOptions:
     heartbeat_seconds: float = HEARTBEAT_SECONDS
     """Silence on a connection after which it gets a heartbeat."""
     close_timeout: float = 5.0
-    """How long the 4008 close may wait for a full socket before the connection is dropped."""
+    """How long a closed slow consumer's socket may take to drain before it is cut off."""
     ws_path: str = "/ws/market"
     asyncapi_path: str = "/schema/asyncapi.json"
     """Beside litestar's default OpenAPI document (`/schema/openapi.json`)."""
@@ -146,7 +145,7 @@ class Feed:
             for subscriber in list(self._hub.connections):
                 idle = subscriber.idle_since
                 if idle is not None and now - idle >= quiet:
-                    beat = beat or send_event({
+                    beat = beat or message_frame({
                         "type": "heartbeat", "time": rfc3339(datetime.now(UTC)),
                         "ticks": {island: tick for island, (tick, _) in self._islands.items()},
                     })
@@ -196,27 +195,28 @@ class Feed:
     # -- websocket -----------------------------------------------------------------------------
 
     async def serve(self, socket: WebSocket[Any, Any, Any]) -> None:
+        transport = transport_of(socket.scope)
+        if transport is None:
+            # Frames go straight to the transport (feed/wire.py): only that server can serve.
+            log.error("feed: the server does not expose the websocket transport; run it with "
+                      "burstmarket.feed.wire.FeedWebSocketProtocol")
+            await socket.close(1011, "server misconfigured")
+            return
         await socket.accept()
-        # The raw ASGI send: the same prebuilt event dict goes to every subscriber.
-        send = cast(Callable[[SendEvent], Awaitable[None]], socket.send)
-        subscriber = Subscriber(send, self.options.backlog)
+        subscriber = Subscriber(transport, self.options.backlog)
         self._hub.attach(subscriber)
         reader = asyncio.create_task(self._read(socket, subscriber))
-        writer = asyncio.create_task(subscriber.run())
+        failed = asyncio.create_task(subscriber.failed.wait())
         try:
-            await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reader, failed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._hub.detach(subscriber)
             reader.cancel()
-            writer.cancel()
-            await asyncio.gather(reader, writer, return_exceptions=True)
+            failed.cancel()
+            await asyncio.gather(reader, failed, return_exceptions=True)
         if subscriber.close_code == SLOW_CONSUMER:
             log.info("feed: closing a slow consumer %s", socket.client)
-            # Gone or stuck past the timeout: returning drops the connection, which is all
-            # that is left to do.
-            with contextlib.suppress(TimeoutError, OSError, RuntimeError):
-                await asyncio.wait_for(socket.close(SLOW_CONSUMER, "slow-consumer"),
-                                       self.options.close_timeout)
+            subscriber.close(SLOW_CONSUMER, "slow-consumer", self.options.close_timeout)
 
     async def _read(self, socket: WebSocket[Any, Any, Any], subscriber: Subscriber) -> None:
         while True:
@@ -229,18 +229,18 @@ class Feed:
                 await self._handle(subscriber, frame)
             except MarketError as error:
                 log_refusal(error)
-                subscriber.offer(error_event(error), granted=True)
+                subscriber.offer(error_frame(error), granted=True)
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
         if isinstance(frame, Ping):
-            subscriber.offer(send_event({"type": "pong", "time": rfc3339(datetime.now(UTC))}))
+            subscriber.offer(message_frame({"type": "pong", "time": rfc3339(datetime.now(UTC))}))
         elif isinstance(frame, Subscribe):
             await self._subscribe(subscriber, frame)
         else:
             channels = list(dict.fromkeys(frame.channels))
             for channel in channels:
                 self._hub.leave(subscriber, channel)
-            subscriber.offer(send_event({"type": "unsubscribed", "channels": channels}))
+            subscriber.offer(message_frame({"type": "unsubscribed", "channels": channels}))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
         """All channels or none: every channel and `from_tick` is checked before joining."""
@@ -253,7 +253,7 @@ class Feed:
         for channel, _, _ in targets:
             self._hub.leave(subscriber, channel)
             self._hub.join(subscriber, channel)
-        subscriber.offer(send_event({"type": "subscribed", "channels": channels}), granted=True)
+        subscriber.offer(message_frame({"type": "subscribed", "channels": channels}), granted=True)
         for channel, spec, island in targets:
             replay: list[Row] = []
             if frame.from_tick is not None:
@@ -279,14 +279,14 @@ class Feed:
     def _latest_handler(self, spec: FeedSpec) -> BaseRouteHandler:
         trim = spec.trim
 
-        async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
+        async def handler(request: Request[Any, Any, Any]) -> Prepared:
             params = request.query_params
             island = params.get("island")
             cut = None
             if trim is not None and trim.param in params:
                 cut = (trim.field, _count(trim.param, params[trim.param]))
             row = await self.latest(spec, island or "")
-            return Response(row.body(cut), media_type=_JSON)
+            return row.response(cut)
 
         params = "`island` (required)" + (f", `{trim.param}`" if trim else "")
         return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",

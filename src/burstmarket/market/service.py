@@ -1,8 +1,13 @@
 """The running market: state in the store, ticks, and the caches that keep the hot path short.
 
-Every state change takes `Market.lock` and one store transaction, so a tick and a tenant's
-declaration never interleave and an in-memory figure (last tick, rates, balances) changes only
-after its rows are committed. Reads need no lock: they use their own cursor.
+Who writes, and how they keep out of each other's way:
+- VM declarations, the hot path, are jobs of the store's group-commit writer: many to a
+  transaction, on an in-memory copy of what they read (market/hot.py).
+- Every other state change (operator actions, Kubernetes jobs, spend limits) is an exclusive
+  section, `with market.lock:` plus one store transaction.
+- A tick reads a snapshot, clears it holding nothing, then commits under the writer (`tick`).
+An in-memory figure (last tick, rates, balances) changes only after its rows are committed,
+holding the writer. Reads need no lock: they use their own cursor.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetime
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
+from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import BALANCE, Entry
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
@@ -63,18 +70,69 @@ class LastTick:
     time: int
 
 
+class MarketLock:
+    """`with market.lock:` is an exclusive section: every state change but a VM declaration.
+
+    Sections never overlap each other, nor a tick in flight (from its snapshot to its commit):
+    so what a tick read stays true while it clears, except VM demand, which declarations keep
+    changing; those check themselves against the tick (`tick_in_flight`). Reentrant, like the
+    RLock it replaced (an operator's island change creates the island inside its section).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._owner: int | None = None
+        self._depth = 0
+        self._tick: tuple[str, Future[None]] | None = None
+
+    def __enter__(self) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner != me:
+                self._cond.wait_for(lambda: self._owner is None and self._tick is None)
+                self._owner = me
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._depth -= 1
+            if not self._depth:
+                self._owner = None
+                self._cond.notify_all()
+
+    def start_tick(self, island: str) -> None:
+        """Inside a section: the tick of `island` is in flight once the section ends."""
+        with self._cond:
+            self._tick = (island, Future())
+
+    def end_tick(self) -> None:
+        with self._cond:
+            if self._tick is None:
+                return
+            done = self._tick[1]
+            self._tick = None
+            self._cond.notify_all()
+        done.set_result(None)
+
+    def tick_in_flight(self, island: str) -> Future[None] | None:
+        """The future of `island`'s tick while it is in flight (done once it committed)."""
+        tick = self._tick
+        return tick[1] if tick is not None and tick[0] == island else None
+
+
 class Market:
     def __init__(self, db: Database, clock: Clock, settings: Settings) -> None:
         self.db = db
         self.clock = clock
         self.interval_ns = settings.tick_ms * NS_PER_MS
-        self.lock = threading.RLock()
+        self.lock = MarketLock()
         self.listeners: list[Listener] = []
         self.last: dict[str, LastTick] = {}
         self.rates: dict[str, dict[str, int]] = {}
         self.balances: dict[str, int] = {}
         self._tokens: dict[str, str] = {}
         self._load()
+        self.hot = Hot(self)
 
     # --- start ----------------------------------------------------------------------------
 
@@ -133,6 +191,10 @@ class Market:
     def cluster_nodes(self, cur: Cursor, cluster_id: str) -> list[Node]:
         return [Node.from_row(r) for r in fetch(cur, "cluster_nodes", cluster=cluster_id)]
 
+    def known_token(self, token: str) -> str | None:
+        """The cluster of a token already seen (no store read: safe on the event loop)."""
+        return self._tokens.get(token_hash(token))
+
     def cluster_for_token(self, token: str) -> str | None:
         digest = token_hash(token)
         found = self._tokens.get(digest)
@@ -187,19 +249,52 @@ class Market:
 
     def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
         """Run and commit one tick of one island. Blocking: call it from a worker thread, then
-        hand the result to `publish` on the event loop."""
-        with self.lock:
-            at = self.next_tick_time(island_id) if time is None else time
-            last = self.last.get(island_id)
-            number = 1 if last is None else last.tick + 1
-            with self.db.write() as cur:
-                inp = self._tick_input(cur, island_id, number, at)
+        hand the result to `publish` on the event loop.
+
+        The auction clears holding nothing, so declarations never wait for it:
+        1. snapshot: in an exclusive section (none half-done) and holding the writer (between
+           two group commits), pin a read transaction; the tick is in flight from here.
+        2. read the snapshot and clear it, holding nothing. Exclusive sections wait for the
+           tick. VM declarations on the island go on if they only raise or re-price demand: the
+           book closed at the snapshot, so that demand counts from the next tick, and the tick
+           can grant no cluster more than it now declares. A declaration that would release
+           nodes or lower max_gpus would change what the tick decided: it waits for the tick
+           and runs after it (Tenant.declare_vm). So nothing the tick read and writes changes
+           before it commits.
+        3. commit the tick's rows in one transaction, and update the figures declarations
+           read (last tick, rates, balances, the hot copy) before the writer runs anything else.
+        """
+        reader = self.db.cursor()
+        try:
+            with self.lock, self.db.held():
+                at = self.next_tick_time(island_id) if time is None else time
+                last = self.last.get(island_id)
+                number = 1 if last is None else last.tick + 1
+                reader.execute("BEGIN TRANSACTION")
+                reader.execute("SELECT count(*) FROM islands").fetchall()  # pins the snapshot
+                self.lock.start_tick(island_id)
+            try:
+                inp = self._tick_input(reader, island_id, number, at)
+                reader.execute("COMMIT")
+                holders = {n.id: n.cluster for n in inp.nodes}
                 out = run_tick(inp)
-                self._write_tick(cur, inp, out)
-            self.last[island_id] = LastTick(number, at)
-            self.rates[island_id] = out.rates
-            self.after_commit(out.ledger)
-            return _committed(inp, out)
+                changed = {c.id for c in out.clusters}
+                for n in out.nodes:
+                    changed.update(c for c in (holders.get(n.id), n.cluster) if c is not None)
+                with self.db.held():
+                    epoch = self.db.epoch
+                    with self.db.write() as cur:
+                        self._write_tick(cur, inp, out)
+                    self.last[island_id] = LastTick(number, at)
+                    self.rates[island_id] = out.rates
+                    self.after_commit(out.ledger)
+                    self.hot.after_tick(changed, epoch)
+                    self.lock.end_tick()
+            finally:
+                self.lock.end_tick()  # a failed tick commits nothing and lets waiters go
+        finally:
+            reader.close()
+        return _committed(inp, out)
 
     def publish(self, event: TickCommitted) -> None:
         """Tell every listener about a committed tick; a failing listener never stops the rest."""

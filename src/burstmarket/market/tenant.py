@@ -3,8 +3,11 @@ limit, read its bill. Inputs arrive parsed (µUSD ints); every refusal is a Mark
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from burstmarket.clock import NS_PER_MS, rfc3339
@@ -23,6 +26,7 @@ from burstmarket.market.ledger import REFUND, RELEASE, Entry, amount
 from burstmarket.market.model import Cluster, Island, Job, Node
 from burstmarket.market.service import Market
 from burstmarket.money import units_to_usd, usd
+from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run, write_batch
 from burstmarket.store.schemas import JOB_EVENTS
 
@@ -30,6 +34,13 @@ T = TypeVar("T")
 
 JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
+
+
+@dataclass(frozen=True, slots=True)
+class AfterTick:
+    """A declaration that must run after the island's tick in flight (Market.tick, step 2)."""
+
+    done: Future[None]
 
 
 class Tenant:
@@ -47,15 +58,18 @@ class Tenant:
 
     def _own(self, cur: Cursor, cluster_id: str, kind: str) -> tuple[Cluster, Island]:
         c = self.m.cluster(cur, cluster_id)
+        self._kind(c, kind)
+        return c, self.m.island(cur, c.island)
+
+    def _kind(self, c: Cluster, kind: str) -> None:
         if c.kind != kind:
             raise Forbidden(
                 f"this endpoint is for {kind} clusters; cluster {c.id} is {c.kind}",
                 cluster=c.id,
                 kind=c.kind,
             )
-        return c, self.m.island(cur, c.island)
 
-    def _budget(self, cur: Cursor, c: Cluster, g: int, now: int) -> Budget:
+    def _budget(self, cur: Cursor, c: Cluster, g: int, now: int, nodes: list[Node]) -> Budget:
         if c.spend_limit is None or not window_open(c.spend_window_start, now):
             spent = 0
         else:
@@ -64,13 +78,21 @@ class Tenant:
         # the last tick billed its interval in advance: that part is spent, not committed
         billed = self.m.billed_until(c.island)
         since = now if billed is None else max(now, billed[1])
-        committed = outstanding(self.m.cluster_nodes(cur, c.id), g, since)
+        committed = outstanding(nodes, g, since)
         return Budget.of(c.spend_limit, spent, committed)
 
     def _check_new_demand(
-        self, cur: Cursor, c: Cluster, island: Island, price: int | None, gpus: int, now: int
+        self,
+        cur: Cursor,
+        c: Cluster,
+        island: Island,
+        price: int | None,
+        gpus: int,
+        now: int,
+        nodes: Callable[[], list[Node]],
     ) -> None:
-        """The write-time checks on demand that asks the market for more (MARKET.md)."""
+        """The write-time checks on demand that asks the market for more (MARKET.md); `nodes`
+        gives the cluster's holdings (read only when it has a spend limit)."""
         balance = self.m.balances.get(c.account, 0)
         if balance <= 0:
             raise BillingHold(
@@ -84,7 +106,7 @@ class Tenant:
         if price is None or c.spend_limit is None:
             return
         worst = worst_case(price, gpus, grant_span(c.kind))
-        budget = self._budget(cur, c, island.gpus_per_node, now)
+        budget = self._budget(cur, c, island.gpus_per_node, now, nodes())
         if not budget.fits(worst):
             raise SpendLimit(
                 "the worst case of this demand does not fit what is left of the spend limit",
@@ -112,7 +134,9 @@ class Tenant:
 
     def _vm_view(self, cur: Cursor, cluster_id: str) -> dict[str, Any]:
         c, island = self._own(cur, cluster_id, "vm")
-        nodes = self.m.cluster_nodes(cur, c.id)
+        return self._vm_answer(c, island, self.m.cluster_nodes(cur, c.id))
+
+    def _vm_answer(self, c: Cluster, island: Island, nodes: list[Node]) -> dict[str, Any]:
         held = len(nodes) * island.gpus_per_node
         rate = self.m.rates.get(island.id, {}).get(c.id) if nodes else None
         return {
@@ -140,19 +164,38 @@ class Tenant:
             "pending_reason": c.pending_reason,
         }
 
-    def declare_vm(
+    async def declare_vm(
         self, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
     ) -> dict[str, Any]:
-        with self.m.lock:
-            with self.m.db.write() as cur:
-                entries = self._declare_vm(cur, cluster_id, max_gpus, max_price, release)
-            self.m.after_commit(entries)
-        return self.vm_capacity(cluster_id)
+        """Declare, and answer once the declaration is committed (durable): it runs in the
+        store's next group commit. One that must follow the island's tick in flight waits for
+        that tick, then runs (and is checked) again."""
+        while True:
+            answer = await asyncio.wrap_future(
+                self.m.db.submit(
+                    lambda batch: self._declare_vm(batch, cluster_id, max_gpus, max_price, release)
+                )
+            )
+            if not isinstance(answer, AfterTick):
+                return answer
+            await asyncio.wrap_future(answer.done)
 
     def _declare_vm(
-        self, cur: Cursor, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
-    ) -> list[Entry]:
-        c, island = self._own(cur, cluster_id, "vm")
+        self,
+        batch: Batch,
+        cluster_id: str,
+        max_gpus: int,
+        max_price: int | None,
+        release: list[str],
+    ) -> dict[str, Any] | AfterTick:
+        """A group-commit job on the hot copy (market/hot.py): every check first, from memory;
+        then the changes, staged for the batch's writes. Answers with the capacity view."""
+        hot = self.m.hot
+        hot.begin(batch)
+        cur = batch.cur
+        c, nodes = hot.cluster(cur, cluster_id)
+        self._kind(c, "vm")
+        island = hot.island(cur, c.island)
         g = island.gpus_per_node
         if max_gpus < 0:
             raise Invalid("max_gpus", "must not be negative", cluster=c.id, max_gpus=max_gpus)
@@ -174,7 +217,6 @@ class Tenant:
             raise Invalid(
                 "max_price_per_gpu_hour", "is required unless max_gpus is 0", cluster=c.id
             )
-        nodes = self.m.cluster_nodes(cur, c.id)
         held = {n.id: n for n in nodes}
         unknown = [r for r in release if r not in held]
         if unknown:
@@ -185,33 +227,35 @@ class Tenant:
         now = self.m.now()
         growing = want > max(len(nodes), c.max_gpus // g)
         if growing:
-            self._check_new_demand(cur, c, island, max_price, (want - len(nodes)) * g, now)
+
+            def holdings() -> list[Node]:
+                hot.flush(cur)  # the spent figure reads the ledger: earlier jobs' rows first
+                return nodes
+
+            gpus = (want - len(nodes)) * g
+            self._check_new_demand(cur, c, island, max_price, gpus, now, holdings)
         elif want > len(nodes):
             self._check_bid(c, island, max_price)
-        demand_since = now if growing or not c.max_gpus else c.demand_since
-        run(
-            cur,
-            "update_vm_demand",
-            id=c.id,
-            max_gpus=max_gpus,
-            max_price=max_price,
-            demand_since=demand_since,
-        )
         excess = len(nodes) - want
-        if excess <= 0:
-            return []
-        nominated = [held[r] for r in dict.fromkeys(release)]
-        rest = sorted(
-            (n for n in nodes if n.id not in set(release)),
-            key=lambda n: (-(n.granted_at or 0), -n.idx),
-        )
-        return self._release(cur, c, island, (nominated + rest)[:excess], now)
+        tick = self.m.lock.tick_in_flight(island.id)
+        if tick is not None and (excess > 0 or max_gpus < c.max_gpus):
+            return AfterTick(tick)
+        c.demand_since = now if growing or not c.max_gpus else c.demand_since
+        c.max_gpus, c.max_price = max_gpus, max_price
+        hot.stage_demand(c)
+        if excess > 0:
+            nominated = [held[r] for r in dict.fromkeys(release)]
+            rest = sorted(
+                (n for n in nodes if n.id not in set(release)),
+                key=lambda n: (-(n.granted_at or 0), -n.idx),
+            )
+            gone = (nominated + rest)[:excess]
+            hot.stage_release(c, gone, self._release(c, island, gone, now))
+        return self._vm_answer(c, island, nodes)
 
-    def _release(
-        self, cur: Cursor, c: Cluster, island: Island, nodes: list[Node], now: int
-    ) -> list[Entry]:
-        """Scale-down: the nodes go at once and their billing stops at once (a refund of the
-        rest of the interval the last tick billed in advance)."""
+    def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
+        """Scale-down: the nodes go at once (freed here) and their billing stops at once (a
+        refund of the rest of the interval the last tick billed in advance); the ledger rows."""
         g = island.gpus_per_node
         entries: list[Entry] = []
         billed = self.m.billed_until(island.id)
@@ -249,8 +293,6 @@ class Tenant:
                     )
                 )
             n.free()
-        self.m.write_ledger(cur, entries)
-        self.m.write_nodes(cur, nodes)
         return entries
 
     # --- Kubernetes -----------------------------------------------------------------------
@@ -331,7 +373,9 @@ class Tenant:
                 raise Conflict(f"job {name!r} already exists", cluster=c.id, job=name)
             effective = price if price is not None else c.limit_price
             now = self.m.now()
-            self._check_new_demand(cur, c, island, effective, nodes * island.gpus_per_node, now)
+            gpus = nodes * island.gpus_per_node
+            held = lambda: self.m.cluster_nodes(cur, c.id)  # noqa: E731
+            self._check_new_demand(cur, c, island, effective, gpus, now, held)
             run(
                 cur,
                 "insert_job",
@@ -444,7 +488,8 @@ class Tenant:
             c = self.m.cluster(cur, cluster_id)
             island = self.m.island(cur, c.island)
             now = self.m.now()
-            budget = self._budget(cur, c, island.gpus_per_node, now)
+            held = self.m.cluster_nodes(cur, c.id)
+            budget = self._budget(cur, c, island.gpus_per_node, now, held)
             started = c.spend_window_start if window_open(c.spend_window_start, now) else None
             left = budget.left
             return {

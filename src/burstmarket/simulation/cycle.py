@@ -7,13 +7,13 @@ from datetime import datetime
 
 PEAK_HOUR_UTC = 15.0
 """Busiest hour of the day (UTC); the quietest is twelve hours later."""
-MEAN = 1.1
-SWING = 0.3
+MEAN = 1.0
+SWING = 0.25
 
 
 def demand_factor(now: datetime) -> float:
-    """Between 0.8 and 1.4 of a tenant's typical demand. Tenants' typical demand adds up to
-    about the island's supply, so the market is contested at every hour (prices above the
+    """Between 0.75 and 1.25 of a tenant's typical demand. Tenants' typical demand adds up to
+    1.4 times the island's supply, so the market is contested at every hour (prices above the
     reserve) and most contested in the afternoon."""
     hour = now.hour + now.minute / 60 + now.second / 3600
     return MEAN + SWING * math.cos(2 * math.pi * (hour - PEAK_HOUR_UTC) / 24)

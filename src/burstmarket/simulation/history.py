@@ -67,7 +67,9 @@ async def simulate(
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     async with app.lifespan(), httpx.AsyncClient(transport=transport, timeout=300) as http:
-        world = World(BASE_URL, token, out, http=http, seed=options.seed)
+        world = World(
+            BASE_URL, token, out, http=http, seed=options.seed, reconsider=timedelta(minutes=45)
+        )
         pace = Driven(OperatorClient(BASE_URL, token, http=http), options.tick_seconds, 0, on_tick)
         # the first tick opens the span: `ticks_for` ticks in all
         span = timedelta(seconds=options.tick_seconds) * (ticks_for(options) - 1)
@@ -92,3 +94,4 @@ def _log_to(path: Path) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)

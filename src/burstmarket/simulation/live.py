@@ -38,6 +38,8 @@ class LiveOptions:
 
 
 def start(options: LiveOptions) -> threading.Thread:
+    # one INFO line per simulated request would drown the service's own log
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     thread = threading.Thread(
         target=asyncio.run, args=(_main(options),), name="simulation", daemon=True
     )

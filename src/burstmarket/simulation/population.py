@@ -45,6 +45,8 @@ class TenantSpec:
     """USD per rolling 24 h, set once at start."""
 
 
+TYPICAL_LOAD = 1.4
+"""Typical demand of an island's tenants, in islands' worth of nodes."""
 JOB_NODES = (1, 2, 2, 4, 4, 8)
 """Whole nodes per Kubernetes job: mostly small, now and then a large gang."""
 JOB_MEDIAN_MINUTES = 120.0
@@ -67,8 +69,8 @@ def valuation(rng: random.Random, reserve: float) -> float:
 
 
 def draw(seed: int, islands: list[IslandPlan]) -> list[TenantSpec]:
-    """The tenants of each island, sized so that their typical demand is about the island's
-    supply: half from VM clusters, half from Kubernetes jobs."""
+    """The tenants of each island, sized so that their typical demand is 1.4 times the
+    island's supply: half from VM clusters, half from Kubernetes jobs."""
     rng = random.Random(seed)  # noqa: S311 (a simulation, not a secret)
     accounts = list(ACCOUNTS)
     rng.shuffle(accounts)
@@ -81,7 +83,7 @@ def draw(seed: int, islands: list[IslandPlan]) -> list[TenantSpec]:
         for i, share in enumerate(shares):
             account = accounts[n % len(accounts)]
             n += 1
-            value, typical = valuation(rng, reserve), 0.5 * nodes * share / sum(shares)
+            value, typical = valuation(rng, reserve), TYPICAL_LOAD / 2 * nodes * share / sum(shares)
             # the first VM tenant of an island caps its day below what its peak would cost
             limit = round(typical * plan.gpus_per_node * value * 24 * 0.8, 2) if i == 0 else None
             specs.append(
@@ -106,7 +108,7 @@ def draw(seed: int, islands: list[IslandPlan]) -> list[TenantSpec]:
                     island=island,
                     kind="k8s",
                     value=valuation(rng, reserve),
-                    typical_nodes=0.5 * nodes / k8s,
+                    typical_nodes=TYPICAL_LOAD / 2 * nodes / k8s,
                 )
             )
     return specs

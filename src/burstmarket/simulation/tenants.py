@@ -29,8 +29,6 @@ from burstmarket.simulation.population import (
 
 log = logging.getLogger(__name__)
 
-RECONSIDER_MINUTES = 45.0
-"""Mean market time between two sizing decisions of a VM tenant."""
 CRASH_PROBABILITY = 0.1
 PENDING_PATIENCE = timedelta(hours=2)
 """A Kubernetes job still pending after this long is withdrawn."""
@@ -43,10 +41,14 @@ def parse_time(value: str) -> datetime:
 
 
 class Tenant:
-    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
+    def __init__(
+        self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
+    ) -> None:
         self.spec = spec
         self.client = client
         self.rng = rng
+        self.reconsider = reconsider
+        """Mean market time between two sizing decisions (VM tenants)."""
 
     async def start(self, now: datetime) -> None:
         """Set up once (limits, bids) and pick up what the cluster already has."""
@@ -60,8 +62,10 @@ class Tenant:
 
 
 class VmTenant(Tenant):
-    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
-        super().__init__(spec, client, rng)
+    def __init__(
+        self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
+    ) -> None:
+        super().__init__(spec, client, rng, reconsider)
         self.declared = 0
         self.gpus_per_node = 8
         self.arrives_at: datetime | None = None
@@ -74,14 +78,14 @@ class VmTenant(Tenant):
         if self.spec.spend_limit is not None:
             await self.client.set_spend_limit(self.spec.spend_limit)
         # tenants come in over the first minutes, so even a fresh market moves tick by tick
-        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 1))
+        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 0.5))
 
     async def step(self, now: datetime, dt: timedelta) -> None:
         if self.arrives_at is not None:
             if now < self.arrives_at:
                 return
             self.arrives_at = None
-        elif not self.chance(60 / RECONSIDER_MINUTES, dt):
+        elif not self.chance(timedelta(hours=1) / self.reconsider, dt):
             return
         if self.blocked_until is not None and now < self.blocked_until:
             return
@@ -124,8 +128,10 @@ class LiveJob:
 
 
 class K8sTenant(Tenant):
-    def __init__(self, spec: TenantSpec, client: TenantClient, rng: random.Random) -> None:
-        super().__init__(spec, client, rng)
+    def __init__(
+        self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
+    ) -> None:
+        super().__init__(spec, client, rng, reconsider)
         self.jobs: dict[str, LiveJob] = {}
         self.seq = 0
         self.arrives_at: datetime | None = None
@@ -139,7 +145,7 @@ class K8sTenant(Tenant):
             self.seq = max(self.seq, _seq(job["name"]))
             if job["state"] != "finished":
                 self.jobs[job["name"]] = self._plan(job["nodes"], now, self._work())
-        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 1))
+        self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 0.5))
 
     def _work(self) -> timedelta:
         minutes = self.rng.lognormvariate(math.log(JOB_MEDIAN_MINUTES), JOB_SIGMA)
@@ -224,5 +230,8 @@ def _seq(name: str) -> int:
     return int(tail) if head == "job" and tail.isdigit() else 0
 
 
-def make_tenant(spec: TenantSpec, client: TenantClient, rng: random.Random) -> Tenant:
-    return VmTenant(spec, client, rng) if spec.kind == "vm" else K8sTenant(spec, client, rng)
+def make_tenant(
+    spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
+) -> Tenant:
+    kind = VmTenant if spec.kind == "vm" else K8sTenant
+    return kind(spec, client, rng, reconsider)

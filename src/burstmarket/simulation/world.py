@@ -44,12 +44,17 @@ class World:
         *,
         http: httpx.AsyncClient,
         seed: int = 1,
+        reconsider: timedelta = timedelta(minutes=5),
     ) -> None:
         self.base_url = base_url
         self.http = http
         self.operator = OperatorClient(base_url, operator_token, http=http)
         self.state_path = data_dir / STATE_FILE
         self.seed = seed
+        self.reconsider = reconsider
+        """Mean market time between two sizing decisions of a VM tenant: often enough that a
+        live market moves tick by tick; `simulate` sets it longer, as each decision costs it
+        requests and it runs a day in seconds."""
         self.rng = random.Random(seed + 1)  # noqa: S311 (a simulation, not a secret)
         self.plans: list[IslandPlan] = []
         self.tenants: list[Tenant] = []
@@ -81,7 +86,7 @@ class World:
         for spec in specs:
             client = TenantClient(self.base_url, tokens[spec.name], http=self.http)
             rng = random.Random(f"{self.seed}:{spec.name}")  # noqa: S311 (not a secret)
-            tenant = make_tenant(spec, client, rng)
+            tenant = make_tenant(spec, client, rng, self.reconsider)
             await tenant.start(now)
             self.tenants.append(tenant)
         log.info(

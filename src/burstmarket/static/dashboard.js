@@ -72,7 +72,7 @@ function render(state) {
   q(".pending-n").textContent = String(last.pending);
   q(".total-n").textContent = String(total);
   q("table.ticks tbody").replaceChildren(...pts.slice(-TABLE_ROWS).reverse().map((p) => row([
-    p.tick, p.time.replace("T", " ").replace("Z", ""), fmt(p.vwap), fmt(p.min), fmt(p.max),
+    p.tick, p.time.slice(0, 19).replace("T", " "), fmt(p.vwap), fmt(p.min), fmt(p.max),
     p.gpus, p.clusters, p.pending,
   ])));
 }
@@ -82,6 +82,13 @@ function onLadder(state, data) {
   const top = Math.max(...rungs.map((r) => r.price_per_gpu_hour), 0.0001);
   const shown = rungs.filter((r) => LADDER_ROWS.includes(r.nodes) || r === rungs[rungs.length - 1]);
   const body = state.node.querySelector("table.ladder tbody");
+  if (!rungs.length) {
+    const tr = row(["no node is contestable this tick: all are held under windows"]);
+    tr.firstChild.colSpan = 4;
+    tr.firstChild.className = "note";
+    body.replaceChildren(tr);
+    return;
+  }
   body.replaceChildren(...shown.map((r) => {
     const tr = row([r.nodes, r.gpus, fmt(r.price_per_gpu_hour), ""]);
     const bar = document.createElement("i");

@@ -68,6 +68,7 @@ class PriceChart {
     const labels = Math.max(2, Math.floor(w / 110));
     for (let i = 0; i <= labels; i++) {
       const t = t0 + ((t1 - t0) * i) / labels;
+      ctx.textAlign = i === 0 ? "left" : i === labels ? "right" : "center";
       ctx.fillText(clock(t, t1 - t0), x(t), pad.top + h + 6);
     }
 
@@ -131,5 +132,6 @@ function niceTicks(lo, hi, count) {
 
 function clock(ms, span) {
   const iso = new Date(ms).toISOString();
-  return span > 2 * 86400e3 ? iso.slice(5, 10) + " " + iso.slice(11, 16) : iso.slice(11, 16);
+  if (span > 2 * 86400e3) return iso.slice(5, 10) + " " + iso.slice(11, 16);
+  return span < 600e3 ? iso.slice(11, 19) : iso.slice(11, 16);
 }

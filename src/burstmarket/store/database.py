@@ -1,21 +1,29 @@
 """One DuckDB connection per process; writes serialized through one writer (datasette's shape).
 
-Readers take `cursor()` (a new cursor on the single connection, MVCC snapshot per statement);
-every write goes through `write()`, which holds the writer lock and wraps one transaction, so a
-tick's rows and a tenant's declaration are each all-or-nothing.
+Readers take `cursor()` (a new cursor on the single connection, MVCC snapshot per statement, or
+per transaction when the reader opens one). Every write holds the writer lock: `write()` wraps one
+transaction, so a tick's rows and an operator's change are each all-or-nothing; `submit()` hands a
+small job to the group-commit writer (store/writer.py), which runs many jobs in one transaction.
+`epoch` counts finished write transactions, so an in-memory copy of store state can tell whether
+anything was written since it was taken.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
 from burstmarket.sqlfiles import sql
+from burstmarket.store.writer import Batch, GroupWriter
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +36,11 @@ class Database:
         self.path = Path(path)
         self._con = duckdb.connect(str(self.path))
         self._writer = self._con.cursor()
-        self._lock = threading.Lock()
+        # reentrant: a tick holds it across its commit and the bookkeeping right after
+        self._lock = threading.RLock()
+        self.epoch = 0
+        """Write transactions finished (committed or rolled back); read it holding the writer."""
+        self._group = GroupWriter(self)
         self._migrate()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -44,11 +56,26 @@ class Database:
             try:
                 yield cur
             except BaseException:
+                self.epoch += 1
                 cur.execute("ROLLBACK")
                 raise
+            self.epoch += 1
             cur.execute("COMMIT")
 
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the writer across several steps (a transaction and what must follow its commit
+        before any other write runs)."""
+        with self._lock:
+            yield
+
+    def submit(self, job: Callable[[Batch], T]) -> Future[T]:
+        """Run `job` in the next group commit; the future resolves once its batch is committed
+        (durable), with the job's result or the MarketError it refused with."""
+        return self._group.submit(job)
+
     def close(self) -> None:
+        self._group.stop()
         with self._lock:
             self._writer.close()
             self._con.close()

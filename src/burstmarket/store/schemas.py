@@ -54,6 +54,15 @@ JOB_EVENTS = pa.schema(
     ]
 )
 
+DEMAND = pa.schema(
+    [
+        _f("id", pa.string()),
+        _f("max_gpus", pa.int32()),
+        _f("max_price", pa.int64(), True),
+        _f("demand_since", pa.int64()),
+    ]
+)
+
 CLUSTER_STATE = pa.schema(
     [
         _f("id", pa.string()),

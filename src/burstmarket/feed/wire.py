@@ -1,0 +1,60 @@
+"""Websocket frames built once and written straight to each connection's transport.
+
+Server-to-client frames are unmasked (RFC 6455 §5.1), so a message's frame is the same bytes for
+every subscriber: the feed frames each message once and writes those bytes to every
+subscriber's transport, with no per-subscriber coroutine, re-encoding or compression.
+`FeedWebSocketProtocol` is uvicorn's sans-I/O websocket protocol plus one ASGI scope extension,
+`burstmarket.transport`, that hands the application the connection's transport; `burstmarket
+serve` runs uvicorn with it and without permessage-deflate (an uncompressed frame would be valid
+under it too, RFC 7692 §6, but compressing per subscriber is the cost this avoids).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.http11 import Request
+
+EXTENSION = "burstmarket.transport"
+
+_TEXT = 0x81  # FIN + text
+_CLOSE = 0x88  # FIN + close
+
+
+def _frame(first: int, payload: bytes) -> bytes:
+    size = len(payload)
+    if size < 126:
+        head = bytes((first, size))
+    elif size < 1 << 16:
+        head = bytes((first, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((first, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def text_frame(payload: bytes) -> bytes:
+    """One complete, unfragmented text frame carrying `payload` (UTF-8 JSON)."""
+    return _frame(_TEXT, payload)
+
+
+def close_frame(code: int, reason: str) -> bytes:
+    return _frame(_CLOSE, code.to_bytes(2, "big") + reason.encode())
+
+
+def transport_of(scope: Any) -> asyncio.WriteTransport | None:
+    """The connection's transport, if the server is `FeedWebSocketProtocol`."""
+    extension = scope.get("extensions", {}).get(EXTENSION)
+    return None if extension is None else extension["transport"]
+
+
+class FeedWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's `websockets-sansio` protocol, exposing the transport in the ASGI scope."""
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        # On an accepted upgrade the scope now exists and the app's task is created but has not
+        # run yet, so the app sees the extension from its first line.
+        if not self.close_sent:
+            self.scope["extensions"][EXTENSION] = {"transport": self.transport}

@@ -1,0 +1,67 @@
+"""`serve --simulate`: simulated tenants trade through the HTTP API and every feed moves."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from tests.conftest import Server, StartServer
+from tests.e2e.support import bearer, ok
+
+DEADLINE_SECONDS = 90
+
+
+def wait_for(server: Server, check: Any, what: str) -> Any:
+    """Poll until `check()` returns something truthy (bounded; never a timing assertion)."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"never saw {what}:\n{server.log()[-3000:]}")
+
+
+def stats(server: Server, island: str) -> dict[str, Any] | None:
+    response = server.client.get("/api/market/stats", params={"island": island})
+    return response.json() if response.status_code == 200 else None
+
+
+@pytest.mark.e2e
+def test_simulated_tenants_make_a_moving_market_on_two_islands(
+    start_server: StartServer,
+) -> None:
+    # market time 300x faster than real time (10-s ticks back to back); no operator token is
+    # set, so the process makes its own
+    server = start_server("--simulate", "--speed", "300", operator_token=None)
+    assert "dashboard http://127.0.0.1:" in server.log()
+    wait_for(
+        server,
+        lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},
+        "two islands",
+    )
+    vwaps: dict[str, set[float]] = {"ref": set(), "edge": set()}
+
+    def moving() -> bool:
+        for island, seen in vwaps.items():
+            now = stats(server, island)
+            if now is not None and now["vwap"] is not None:
+                seen.add(now["vwap"])
+        return all(len(seen) >= 3 for seen in vwaps.values())
+
+    wait_for(server, moving, "the vwap of both islands taking three values")
+    # every tenant is a real cluster with its own token, held by the simulation's state file
+    tokens = json.loads((server.data_dir / "simulation.json").read_text())["tokens"]
+    kinds = {name.rsplit("-", 1)[1] for name in tokens}
+    assert kinds == {"vm", "k8s"}
+    k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
+    jobs = wait_for(
+        server, lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs"
+    )
+    assert {job["state"] for job in jobs} <= {"pending", "running", "finished"}
+    # the operator endpoints stay closed to anyone without the process's own token
+    refused = server.client.post("/api/admin/ticks", json={"count": 1})
+    assert refused.status_code in (401, 403)
