@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from burstmarket.errors import MarketError
 from tests.conftest import Server, StartServer
 from tests.e2e.support import bearer, declare, make_account, make_cluster, make_island, ok, tick
 
@@ -25,7 +26,18 @@ def market(shared_server: Server) -> dict[str, Any]:
     ok(server.client.put("/api/spend-limit", json={"usd_per_day": 10}, headers=limited))
     ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=k8s))
     ok(server.client.post("/api/k8s/jobs", json={"name": "mine", "nodes": 1}, headers=k8s), 201)
+    # a cluster with a live base load block, on an island of its own
+    make_island(server, "block-island", nodes=1, reserve=2.0)
+    operator = server.operator()
+    cap = {"base_load_cap": 1}
+    ok(server.client.put("/api/admin/islands/block-island", json=cap, headers=operator))
+    make_cluster(server, "rich", "block-island", "k8s", "r-block")
+    path = "/api/admin/clusters/r-block/base-load"
+    ok(server.client.post(path, json=BLOCK, headers=operator), 201)
     return {"vm": vm, "other": other, "k8s": k8s, "poor": poor, "limited": limited}
+
+
+BLOCK = {"nodes": 1, "rate_per_gpu_hour": 3.0, "term_hours": 1}
 
 
 def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -173,7 +185,19 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
         ("GET", "/api/k8s/jobs/theirs", k8s, None, 404, "not-found"),
         ("GET", "/api/no-such-endpoint", vm, None, 404, "not-found"),
         ("DELETE", "/api/vm/capacity", vm, None, 405, "method-not-allowed"),
+        ("POST", "/api/admin/clusters/r-block/base-load", operator, BLOCK, 409, "one-per-cluster"),
     ]
+
+
+def test_the_cases_cover_every_refusal_code() -> None:
+    every = {cls.code for cls in _subclasses(MarketError)}
+    cases = {case[-1] for case in _cases(dict.fromkeys(("vm", "k8s", "limited", "poor")), {})}
+    # manual-clock-only needs a real-clock server: its own test below
+    assert every - cases == {"manual-clock-only"}
+
+
+def _subclasses(cls: type[MarketError]) -> list[type[MarketError]]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *_subclasses(direct))]
 
 
 def test_every_refusal_has_its_code_and_exactly_one_line(
