@@ -311,3 +311,34 @@ def test_the_market_endpoints_are_in_openapi_and_the_feed_in_asyncapi(
     assert asyncapi["channels"]["market"]["address"] == "/ws/market"
     assert {"snapshot_stats", "update_ladder", "heartbeat", "error"} <= set(
         asyncapi["channels"]["market"]["messages"])
+
+
+def test_after_a_restart_the_feed_resumes_from_the_store(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "kept"
+    first = start_server("--clock", "manual", "--tick-seconds", "10", data_dir=data)
+    populate(first, "fe6")
+    live: list[dict[str, Any]] = []
+    with connect(ws_url(first)) as ws:
+        tick(first)
+        subscribe(ws, ["stats:fe6", "ladder:fe6"])
+        recv(ws), recv(ws)
+        for _ in range(3):
+            tick(first)
+            live += [recv(ws), recv(ws)]
+    before = rest(first, "/api/market/stats", island="fe6")
+    first.stop()
+
+    second = start_server("--clock", "manual", "--tick-seconds", "10", data_dir=data)
+    # Before any new tick: the latest rows come from the store.
+    assert rest(second, "/api/market/stats", island="fe6") == before
+    with connect(ws_url(second)) as ws:
+        subscribe(ws, ["stats:fe6", "ladder:fe6"], from_tick=2)
+        got = [recv(ws) for _ in range(2 + len(live))]
+        assert [m for m in got if m["type"] == "update"] == sorted(
+            live, key=lambda m: (m["channel"] != "stats:fe6", m["tick"]))
+        assert {m["tick"] for m in got if m["type"] == "snapshot"} == {before["tick"]}
+        answer = tick(second, island="fe6")
+        assert answer["tick"] == before["tick"] + 1
+        assert {recv(ws)["tick"], recv(ws)["tick"]} == {answer["tick"]}

@@ -157,7 +157,13 @@ def render_error(request: Request[Any, Any, Any], exc: MarketError) -> Response[
 class FeedServer:
     """The feed's routes served by uvicorn on a loopback port, in a background thread."""
 
-    def __init__(self, db: MarketDB, data_dir: Path, options: FeedOptions | None = None) -> None:
+    def __init__(
+        self,
+        db: MarketDB,
+        data_dir: Path,
+        options: FeedOptions | None = None,
+        ws: type[asyncio.Protocol] = FeedWebSocketProtocol,
+    ) -> None:
         self.db = db
         self.settings = Settings(data_dir)
         self.feed: Feed = build_feed(db, self.settings, options)
@@ -177,7 +183,7 @@ class FeedServer:
             exception_handlers={MarketError: render_error},
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                ws=FeedWebSocketProtocol, ws_per_message_deflate=False,
+                                ws=ws, ws_per_message_deflate=False,
                                 lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from burstmarket.feed import FeedOptions
@@ -226,3 +229,16 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             update = recv(fast)
             assert (update["tick"], update["data"]["rungs"]) == (
                 51, [{"nodes": 1, "gpus": 8, "price_per_gpu_hour": 2.0}])
+
+
+def test_a_server_without_the_feed_wire_refuses_websockets(
+    market: MarketDB, tmp_path: Path
+) -> None:
+    with FeedServer(market, tmp_path, ws=WebSocketsSansIOProtocol) as server:
+        server.tick("east", 1, holdings=HOLD)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(server.ws_url).close()
+        assert refused.value.response.status_code == 403
+        # HTTP is unaffected.
+        assert httpx.get(f"{server.url}/api/market/stats", params={"island": "east"}).json()[
+            "tick"] == 1

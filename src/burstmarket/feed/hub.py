@@ -2,8 +2,8 @@
 
 `publish` runs on the event loop right after a tick commits and never awaits: it writes the
 tick's frame (built once) to each subscriber's transport in one loop. A subscriber whose
-transport already holds more than `HIGH_WATER` unsent bytes gets its frames queued instead, and
-a small drain task feeds them in as the socket empties; a queue that reaches `backlog` live
+transport is past its high-water mark of unsent bytes gets its frames queued instead, and a
+small drain task feeds them in as the socket empties; a queue that reaches `backlog` live
 messages marks the subscriber slow, and the connection is closed with 4008 `slow-consumer` (it
 may come back with `from_tick`). So a subscriber whose socket is full delays nobody.
 """
@@ -14,22 +14,17 @@ import asyncio
 from collections import deque
 
 from burstmarket.feed.messages import Row
-from burstmarket.feed.wire import close_frame
+from burstmarket.feed.wire import Wire, close_frame
 
 SLOW_CONSUMER = 4008
-
-HIGH_WATER = 64 * 1024
-"""Unsent bytes in a transport past which frames wait in the subscriber's own queue."""
-
-DRAIN_POLL_SECONDS = 0.005
-"""How often a subscriber with queued frames looks whether its socket took more."""
 
 
 class Subscriber:
     """One websocket connection's outbound side."""
 
-    def __init__(self, transport: asyncio.WriteTransport, backlog: int) -> None:
-        self._transport = transport
+    def __init__(self, wire: Wire, backlog: int) -> None:
+        self._transport = wire.transport
+        self._writable = wire.writable
         self._backlog = backlog
         self._queue: deque[tuple[bytes, bool]] = deque()
         """Frames waiting for the socket, each with whether it is a live message."""
@@ -53,7 +48,7 @@ class Subscriber:
     def offer(self, frame: bytes, *, granted: bool = False) -> None:
         if self.close_code is not None or self._transport.is_closing():
             return
-        if not self._queue and self._transport.get_write_buffer_size() <= HIGH_WATER:
+        if not self._queue and self._writable.is_set():
             self._transport.write(frame)
             self.last_sent = self._loop.time()
             return
@@ -115,8 +110,8 @@ class Subscriber:
         transport = self._transport
         try:
             while self._queue and not transport.is_closing():
-                if transport.get_write_buffer_size() > HIGH_WATER:
-                    await asyncio.sleep(DRAIN_POLL_SECONDS)
+                if not self._writable.is_set():
+                    await self._writable.wait()
                     continue
                 frame, live = self._queue.popleft()
                 self._live -= live

@@ -27,7 +27,7 @@ from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
 from burstmarket.feed.messages import Prepared, Row, error_frame, message_frame, rfc3339
 from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame
 from burstmarket.feed.reader import FeedReader
-from burstmarket.feed.wire import transport_of
+from burstmarket.feed.wire import wire_of
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
 from burstmarket.history.store import Database
@@ -195,15 +195,15 @@ class Feed:
     # -- websocket -----------------------------------------------------------------------------
 
     async def serve(self, socket: WebSocket[Any, Any, Any]) -> None:
-        transport = transport_of(socket.scope)
-        if transport is None:
+        wire = wire_of(socket.scope)
+        if wire is None:
             # Frames go straight to the transport (feed/wire.py): only that server can serve.
             log.error("feed: the server does not expose the websocket transport; run it with "
                       "burstmarket.feed.wire.FeedWebSocketProtocol")
             await socket.close(1011, "server misconfigured")
             return
         await socket.accept()
-        subscriber = Subscriber(transport, self.options.backlog)
+        subscriber = Subscriber(wire, self.options.backlog)
         self._hub.attach(subscriber)
         reader = asyncio.create_task(self._read(socket, subscriber))
         failed = asyncio.create_task(subscriber.failed.wait())

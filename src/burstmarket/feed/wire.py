@@ -4,20 +4,22 @@ Server-to-client frames are unmasked (RFC 6455 §5.1), so a message's frame is t
 every subscriber: the feed frames each message once and writes those bytes to every
 subscriber's transport, with no per-subscriber coroutine, re-encoding or compression.
 `FeedWebSocketProtocol` is uvicorn's sans-I/O websocket protocol plus one ASGI scope extension,
-`burstmarket.transport`, that hands the application the connection's transport; `burstmarket
-serve` runs uvicorn with it and without permessage-deflate (an uncompressed frame would be valid
-under it too, RFC 7692 §6, but compressing per subscriber is the cost this avoids).
+`burstmarket.wire`, that hands the application the connection's transport and the protocol's
+flow-control event; `burstmarket serve` runs uvicorn with it and without permessage-deflate (an
+uncompressed frame would be valid under it too, RFC 7692 §6, but compressing per subscriber is
+the cost this avoids).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request
 
-EXTENSION = "burstmarket.transport"
+EXTENSION = "burstmarket.wire"
 
 _TEXT = 0x81  # FIN + text
 _CLOSE = 0x88  # FIN + close
@@ -43,18 +45,28 @@ def close_frame(code: int, reason: str) -> bytes:
     return _frame(_CLOSE, code.to_bytes(2, "big") + reason.encode())
 
 
-def transport_of(scope: Any) -> asyncio.WriteTransport | None:
-    """The connection's transport, if the server is `FeedWebSocketProtocol`."""
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """One websocket connection's way out, below ASGI."""
+
+    transport: asyncio.WriteTransport
+    writable: asyncio.Event
+    """The protocol's flow control: cleared when the transport holds more than its high-water
+    mark of unsent bytes, set again once it drains below its low-water mark or is lost."""
+
+
+def wire_of(scope: Any) -> Wire | None:
+    """The connection's wire, if the server runs `FeedWebSocketProtocol`."""
     extension = scope.get("extensions", {}).get(EXTENSION)
-    return None if extension is None else extension["transport"]
+    return None if extension is None else extension["wire"]
 
 
 class FeedWebSocketProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's `websockets-sansio` protocol, exposing the transport in the ASGI scope."""
+    """uvicorn's `websockets-sansio` protocol, exposing its wire in the ASGI scope."""
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         # On an accepted upgrade the scope now exists and the app's task is created but has not
         # run yet, so the app sees the extension from its first line.
         if not self.close_sent:
-            self.scope["extensions"][EXTENSION] = {"transport": self.transport}
+            self.scope["extensions"][EXTENSION] = {"wire": Wire(self.transport, self.writable)}

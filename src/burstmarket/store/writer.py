@@ -43,9 +43,7 @@ class Batch:
     """One group-commit transaction as its jobs see it."""
 
     cur: duckdb.DuckDBPyConnection
-    _before: dict[Callable[[duckdb.DuckDBPyConnection], None], None] = field(
-        default_factory=dict
-    )
+    _before: dict[Callable[[duckdb.DuckDBPyConnection], None], None] = field(default_factory=dict)
     _after: dict[Hook, None] = field(default_factory=dict)
     _failed: dict[Hook, None] = field(default_factory=dict)
 
