@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from burstmarket.clock import NS_PER_MS, rfc3339
+from burstmarket.clock import rfc3339
 from burstmarket.errors import (
     BidTooLow,
     BillingHold,
@@ -22,7 +22,7 @@ from burstmarket.errors import (
     SpendLimit,
 )
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import REFUND, RELEASE, Entry, amount
+from burstmarket.market.ledger import RELEASE, Entry, amount, refund_rest
 from burstmarket.market.model import Cluster, Island, Job, Node
 from burstmarket.market.service import Market
 from burstmarket.money import units_to_usd, usd
@@ -260,25 +260,11 @@ class Tenant:
         entries: list[Entry] = []
         billed = self.m.billed_until(island.id)
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        refund_span = 0 if billed is None else billed[1] - max(now, billed[0])
         for n in nodes:
-            if rate is not None and refund_span > 0:
-                entries.append(
-                    Entry(
-                        at=now,
-                        account=c.account,
-                        kind=REFUND,
-                        units=-amount(rate, g, refund_span),
-                        cluster=c.id,
-                        island=island.id,
-                        node=n.id,
-                        period_start=max(now, billed[0]) if billed else now,
-                        period_end=billed[1] if billed else now,
-                        gpus=-g,
-                        gpu_ms=-g * (refund_span // NS_PER_MS),
-                        rate=rate,
-                    )
-                )
+            if rate is not None:
+                refund = refund_rest(now, c.account, c.id, island.id, n.id, rate, g, billed)
+                if refund is not None:
+                    entries.append(refund)
             if n.commit_price is not None and (n.commit_ends_at or 0) > now:
                 entries.append(
                     Entry(
