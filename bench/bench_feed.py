@@ -130,13 +130,14 @@ def upgrade() -> bytes:
             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
 
 
-def masked_text(payload: bytes) -> bytes:
+def masked(payload: bytes, opcode: int = 0x1) -> bytes:
+    """A client frame (clients mask, RFC 6455 §5.3); payloads here are under 126 bytes."""
     mask = os.urandom(4)
-    return bytes([0x81, 0x80 | len(payload)]) + mask + bytes(
+    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(
         b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
-SUBSCRIBE = masked_text(b'{"op":"subscribe","channels":["stats:' + ISLAND.encode() + b'"]}')
+SUBSCRIBE = masked(b'{"op":"subscribe","channels":["stats:' + ISLAND.encode() + b'"]}')
 
 
 def subscribe(port: int) -> socket.socket:
@@ -176,9 +177,11 @@ def client_process(port: int, count: int, pipe: Connection) -> None:
                     length, offset = int.from_bytes(buffer[2:10], "big"), 10
                 if len(buffer) < offset + length:
                     break
-                payload = buffer[offset:offset + length]
+                opcode, payload = buffer[0] & 0x0F, buffer[offset:offset + length]
                 buffer = buffer[offset + length:]
-                if payload.startswith(b'{"type":"update"'):
+                if opcode == 0x9:  # the server's keepalive ping (every 20 s): answer it
+                    os.write(fd, masked(payload, 0xA))
+                elif payload.startswith(b'{"type":"update"'):
                     tick = int(payload.split(b'"tick":', 1)[1].split(b",", 1)[0])
                     times = arrivals.setdefault(tick, [])
                     times.append(now)

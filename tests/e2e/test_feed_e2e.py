@@ -157,6 +157,7 @@ def test_garbage_frames_get_an_error_and_the_connection_survives(shared_server: 
     server = shared_server
     populate(server, "fe3")
     tick(server)
+    logged = len(server.refused_lines())
     with connect(ws_url(server)) as ws:
         for frame, code, field in GARBAGE:
             send(ws, frame)
@@ -169,8 +170,9 @@ def test_garbage_frames_get_an_error_and_the_connection_survives(shared_server: 
         tick(server)
         update = recv(ws)
         assert (update["type"], update["tick"]) == ("update", snapshot["tick"] + 1)
-    refused = [line for line in server.refused_lines() if "reason=invalid" in line]
-    assert refused
+    # Exactly one `REFUSED reason=<code>` line per refused frame.
+    refused = server.refused_lines()[logged:]
+    assert [line.split()[1] for line in refused] == [f"reason={code}" for _, code, _ in GARBAGE]
 
 
 def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
@@ -220,9 +222,11 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
                     break
             assert closed, "the slow consumer was never closed"
             # The slow one reads what was on its way: a gap-free prefix per channel, then 4008.
+            # (Keepalive pings, every 20 s, may come in between on a loaded machine.)
             messages, (opcode, payload) = [], slow.frame()
-            while opcode == 0x1:
-                messages.append(json.loads(payload))
+            while opcode in (0x1, 0x9):
+                if opcode == 0x1:
+                    messages.append(json.loads(payload))
                 opcode, payload = slow.frame()
             assert opcode == 0x8
             assert (int.from_bytes(payload[:2], "big"), payload[2:]) == (4008, b"slow-consumer")

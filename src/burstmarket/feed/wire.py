@@ -7,7 +7,9 @@ subscriber's transport, with no per-subscriber coroutine, re-encoding or compres
 `burstmarket.wire`, that hands the application the connection's transport and the protocol's
 flow-control event; `burstmarket serve` runs uvicorn with it and without permessage-deflate (an
 uncompressed frame would be valid under it too, RFC 7692 §6, but compressing per subscriber is
-the cost this avoids).
+the cost this avoids). After the accept, every frame the feed sends goes through the transport,
+never the ASGI send, so frames keep their order. The subclass leans on three attributes of
+uvicorn's protocol (`scope`, `writable`, `close_sent`); tests/feed and tests/e2e run it for real.
 """
 
 from __future__ import annotations
