@@ -96,14 +96,24 @@ class Subscriber:
             self.failed.set()
 
     def close(self, code: int, reason: str, timeout: float) -> None:
-        """The close frame after whatever the socket still holds, then the connection is shut;
-        a peer that takes none of it within `timeout` seconds is cut off."""
+        """The close frame after whatever the socket still holds, then the connection is shut
+        once that has drained; a peer that takes nothing for `timeout` seconds is cut off."""
         transport = self._transport
         if transport.is_closing():
             return
         transport.write(close_frame(code, reason))
-        transport.close()  # once the buffer has drained
-        self._loop.call_later(timeout, transport.abort)
+        transport.close()
+        self._cut_off_if_stuck(transport.get_write_buffer_size(), timeout)
+
+    def _cut_off_if_stuck(self, unsent: int, timeout: float) -> None:
+        def check() -> None:
+            left = self._transport.get_write_buffer_size()
+            if left and left < unsent:
+                self._cut_off_if_stuck(left, timeout)  # still reading: give it more time
+            elif left:
+                self._transport.abort()
+
+        self._loop.call_later(timeout, check)
 
     async def _drain(self) -> None:
         """Feed queued frames to the transport, in order, as fast as the socket takes them."""
