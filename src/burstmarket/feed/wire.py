@@ -19,32 +19,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Close, Frame, Opcode
 from websockets.http11 import Request
 
 EXTENSION = "burstmarket.wire"
 
-_TEXT = 0x81  # FIN + text
-_CLOSE = 0x88  # FIN + close
-
-
-def _frame(first: int, payload: bytes) -> bytes:
-    size = len(payload)
-    if size < 126:
-        head = bytes((first, size))
-    elif size < 1 << 16:
-        head = bytes((first, 126)) + size.to_bytes(2, "big")
-    else:
-        head = bytes((first, 127)) + size.to_bytes(8, "big")
-    return head + payload
 
 
 def text_frame(payload: bytes) -> bytes:
-    """One complete, unfragmented text frame carrying `payload` (UTF-8 JSON)."""
-    return _frame(_TEXT, payload)
+    """One complete, unfragmented, unmasked text frame carrying `payload` (UTF-8 JSON)."""
+    return Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=[])
 
 
 def close_frame(code: int, reason: str) -> bytes:
-    return _frame(_CLOSE, code.to_bytes(2, "big") + reason.encode())
+    return Frame(Opcode.CLOSE, Close(code, reason).serialize()).serialize(
+        mask=False, extensions=[]
+    )
 
 
 @dataclass(frozen=True, slots=True)
