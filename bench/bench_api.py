@@ -1,8 +1,9 @@
 """`PUT /api/vm/capacity` at a target rate on loopback while ticks run. Prints figures.
 
-    .venv/bin/python bench/bench_api.py [rate] [seconds]
+    .venv/bin/python bench/bench_api.py [rate] [seconds] [tick-seconds]
 
-Starts the real `burstmarket serve` (real clock, 1 s ticks, the default 64-node island) on a
+Starts the real `burstmarket serve` (real clock, 1 s ticks unless told: ten times the default
+rate of ticks, the harsh case; the default 64-node island) on a
 free port with a temporary data dir, creates 64 VM clusters bidding for it, then sends PUTs
 open-loop at `rate` per second (default 500) for `seconds` (default 10) from one asyncio
 client over a pool of 64 keep-alive connections. Latency = from the moment a PUT is due to its
@@ -41,10 +42,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def start(data_dir: Path, port: int, tick_seconds: float) -> subprocess.Popen[bytes]:
     command = Path(sys.executable).parent / "burstmarket"
     env = {**os.environ, "BURSTMARKET_OPERATOR_TOKEN": TOKEN}
-    args = ["serve", "--clock", "real", "--tick-seconds", "1", "--data-dir", str(data_dir)]
+    args = ["serve", "--clock", "real", "--tick-seconds", str(tick_seconds)]
+    args += ["--data-dir", str(data_dir)]
     return subprocess.Popen(
         [str(command), *args, "--port", str(port)],
         env=env,
@@ -145,11 +147,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def main(rate: int, seconds: float) -> None:
+def main(rate: int, seconds: float, tick_seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        server = start(Path(tmp), port)
+        server = start(Path(tmp), port, tick_seconds)
         try:
             tokens = setup(url)
             cpu = cpu_seconds(server.pid)
@@ -167,4 +169,5 @@ if __name__ == "__main__":
     main(
         int(sys.argv[1]) if len(sys.argv) > 1 else 500,
         float(sys.argv[2]) if len(sys.argv) > 2 else 10,
+        float(sys.argv[3]) if len(sys.argv) > 3 else 1,
     )
