@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from burstmarket.clearing_json import render_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetime
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
@@ -433,11 +434,7 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "island": island,
             "tick": tick,
             "time": time,
-            "vwap": _usd(stats.vwap),
-            "min": _usd(stats.min),
-            "max": _usd(stats.max),
-            "gpus": stats.gpus,
-            "clusters": stats.clusters,
+            **render_stats(stats),
             "pending_gpus": out.pending_gpus,
             "reserve_price": reserve,
         },
@@ -446,16 +443,9 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "tick": tick,
             "time": time,
             "reserve_price": reserve,
-            "rungs": [
-                {"nodes": r.nodes, "gpus": r.gpus, "price_per_gpu_hour": usd(r.price)}
-                for r in out.clearing.ladder
-            ],
+            "rungs": render_ladder(out.clearing.ladder),
         },
     )
-
-
-def _usd(micros: int | None) -> float | None:
-    return None if micros is None else usd(micros)
 
 
 def _dec(micros: int | None) -> Decimal | None:
