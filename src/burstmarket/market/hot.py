@@ -8,8 +8,8 @@ declarations staged in one statement per table just before its COMMIT (store/wri
 
 Only the writer touches this, inside a Batch (holding the writer lock). The copy is true as of
 the store's `epoch`: anything written around it (an operator action, a Kubernetes job) moves the
-epoch and the next batch starts from an empty copy. A tick says which clusters it changed
-(`after_tick`), so the rest of the copy survives the ticks.
+epoch and the next batch starts from an empty copy. A tick drops only its own island
+(`after_tick`). A copy is made an island at a time, in three reads.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from burstmarket.market.ledger import Entry
 from burstmarket.market.model import Cluster, Island, Node
 from burstmarket.store import Batch, Database
 from burstmarket.store import schemas as s
-from burstmarket.store.rows import Cursor, fetch, fetch_one, write_batch
+from burstmarket.store.rows import Cursor, fetch_arrow, fetch_one, write_batch
 
 if TYPE_CHECKING:
     from burstmarket.market.service import Market
@@ -34,6 +34,9 @@ class Hot:
         self.epoch = -1
         self.islands: dict[str, Island] = {}
         self.clusters: dict[str, tuple[Cluster, list[Node]]] = {}
+        """Every cluster of every island in `islands`, with the nodes it holds in service."""
+        self._home: dict[str, str] = {}
+        """cluster -> island (a cluster never moves, so this outlives the copy)."""
         # staged by this batch's declarations, written just before its COMMIT
         self._demand: dict[str, Cluster] = {}
         self._nodes: dict[str, Node] = {}
@@ -55,18 +58,33 @@ class Hot:
         """The cluster and the nodes it holds in service (changed in place by declarations)."""
         kept = self.clusters.get(cluster_id)
         if kept is None:
-            row = fetch_one(cur, "cluster", cluster=cluster_id)
-            if row is None:
-                raise NotFound(f"no cluster {cluster_id!r}", cluster=cluster_id)
-            nodes = [Node.from_row(r) for r in fetch(cur, "cluster_nodes", cluster=cluster_id)]
-            kept = self.clusters[cluster_id] = (Cluster.from_row(row), nodes)
+            island = self._home.get(cluster_id)
+            if island is None:
+                row = fetch_one(cur, "cluster", cluster=cluster_id)
+                if row is None:
+                    raise NotFound(f"no cluster {cluster_id!r}", cluster=cluster_id)
+                island = row["island"]
+            self._load(cur, island)
+            kept = self.clusters[cluster_id]
         return kept
 
     def island(self, cur: Cursor, island_id: str) -> Island:
-        island = self.islands.get(island_id)
-        if island is None:
-            island = self.islands[island_id] = self.m.island(cur, island_id)
-        return island
+        if island_id not in self.islands:
+            self._load(cur, island_id)
+        return self.islands[island_id]
+
+    def _load(self, cur: Cursor, island_id: str) -> None:
+        """Copy a whole island in three reads: after a tick or any other write, the first
+        declaration pays for every cluster of its island, not one pair of reads per cluster."""
+        self.islands[island_id] = self.m.island(cur, island_id)
+        held: dict[str, list[Node]] = {}
+        for row in fetch_arrow(cur, "island_clusters", island=island_id):
+            c = Cluster.from_row(row)
+            self.clusters[c.id] = (c, held.setdefault(c.id, []))
+            self._home[c.id] = island_id
+        for row in fetch_arrow(cur, "island_nodes", island=island_id):
+            if row["cluster"] is not None and row["service"] is None:
+                held[row["cluster"]].append(Node.from_row(row))
 
     def stage_demand(self, c: Cluster) -> None:
         self._demand[c.id] = c
@@ -103,11 +121,14 @@ class Hot:
         self._demand.clear()
         self._nodes.clear()
 
-    def after_tick(self, changed: set[str], epoch_before: int) -> None:
-        """A tick committed (the one write since `epoch_before`): forget only what it changed."""
+    def after_tick(self, island_id: str, epoch_before: int) -> None:
+        """A tick of `island_id` committed (the one write since `epoch_before`): only that
+        island's copy goes; it is read again by the next declaration on it."""
         if self.epoch == epoch_before:
-            for cluster_id in changed:
-                self.clusters.pop(cluster_id, None)
+            self.islands.pop(island_id, None)
+            for cluster_id, island in self._home.items():
+                if island == island_id:
+                    self.clusters.pop(cluster_id, None)
             self.epoch = self.db.epoch
 
     def _committed(self) -> None:

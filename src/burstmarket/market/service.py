@@ -277,11 +277,7 @@ class Market:
             try:
                 inp = self._tick_input(reader, island_id, number, at)
                 reader.execute("COMMIT")
-                holders = {n.id: n.cluster for n in inp.nodes}
                 out = run_tick(inp)
-                changed = {c.id for c in out.clusters}
-                for n in out.nodes:
-                    changed.update(c for c in (holders.get(n.id), n.cluster) if c is not None)
                 with self.db.held():
                     epoch = self.db.epoch
                     with self.db.write() as cur:
@@ -289,7 +285,7 @@ class Market:
                     self.last[island_id] = LastTick(number, at)
                     self.rates[island_id] = out.rates
                     self.after_commit(out.ledger)
-                    self.hot.after_tick(changed, epoch)
+                    self.hot.after_tick(island_id, epoch)
                     self.lock.end_tick()
             finally:
                 self.lock.end_tick()  # a failed tick commits nothing and lets waiters go
