@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from burstmarket.clock import NS_PER_MS
+from burstmarket.market.model import Node
 
 DEPOSIT = "deposit"
 CHARGE = "charge"
@@ -77,3 +78,37 @@ def refund_rest(
         gpu_ms=-gpus * (span // NS_PER_MS),
         rate=rate,
     )
+
+
+def stop_billing(
+    at: int,
+    account: str,
+    cluster: str,
+    n: Node,
+    gpus: int,
+    rate: int | None,
+    billed: tuple[int, int] | None,
+) -> list[Entry]:
+    """Billing for node `n` stops at `at`: the rest of the interval billed in advance at `rate`
+    is refunded and the node's spend-guard commitment released (its commitment fields clear)."""
+    entries: list[Entry] = []
+    if rate is not None:
+        refund = refund_rest(at, account, cluster, n.island, n.id, rate, gpus, billed)
+        if refund is not None:
+            entries.append(refund)
+    ends = n.commit_ends_at or 0
+    if n.commit_price is not None and ends > at:
+        entries.append(
+            Entry(
+                at=at,
+                account=account,
+                kind=RELEASE,
+                units=-amount(n.commit_price, gpus, ends - at),
+                cluster=cluster,
+                island=n.island,
+                node=n.id,
+                gpus=gpus,
+            )
+        )
+    n.commit_price = n.commit_ends_at = None
+    return entries

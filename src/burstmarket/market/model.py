@@ -122,6 +122,11 @@ class Node(Row):
         self.locked_price = self.commit_price = self.commit_ends_at = None
 
 
+def newest_first(nodes: list[Node]) -> list[Node]:
+    """The order a scale-down gives nodes back in: the latest grant first."""
+    return sorted(nodes, key=lambda n: (-(n.granted_at or 0), -n.idx))
+
+
 @dataclass(slots=True)
 class Job(Row):
     cluster: str

@@ -16,7 +16,7 @@ from typing import Any
 
 from burstmarket.clock import rfc3339
 from burstmarket.errors import Invalid, NotFound
-from burstmarket.market.ledger import RELEASE, Entry, amount, refund_rest
+from burstmarket.market.ledger import Entry, stop_billing
 from burstmarket.market.model import CORDONED, DARK, Cluster, Island, Node
 from burstmarket.market.service import Market
 from burstmarket.money import usd
@@ -90,32 +90,9 @@ class NodeActions:
         return entries
 
     def _stop_billing(self, c: Cluster, island: Island, n: Node, now: int) -> list[Entry]:
-        """Billing for the node stops at once: the billed rest is refunded, the commitment
-        released."""
-        g = island.gpus_per_node
-        entries: list[Entry] = []
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        if rate is not None:
-            billed = self.m.billed_until(island.id)
-            refund = refund_rest(now, c.account, c.id, island.id, n.id, rate, g, billed)
-            if refund is not None:
-                entries.append(refund)
-        ends = n.commit_ends_at or 0
-        if n.commit_price is not None and ends > now:
-            entries.append(
-                Entry(
-                    at=now,
-                    account=c.account,
-                    kind=RELEASE,
-                    units=-amount(n.commit_price, g, ends - now),
-                    cluster=c.id,
-                    island=island.id,
-                    node=n.id,
-                    gpus=g,
-                )
-            )
-        n.commit_price = n.commit_ends_at = None
-        return entries
+        billed = self.m.billed_until(island.id)
+        return stop_billing(now, c.account, c.id, n, island.gpus_per_node, rate, billed)
 
     def _back(self, cur: Cursor, island: Island, n: Node, now: int) -> list[Entry]:
         if n.service is None:

@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -27,8 +27,8 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetim
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.market.hot import Hot
-from burstmarket.market.ledger import BALANCE, Entry
-from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.ledger import BALANCE, Entry, stop_billing
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, newest_first
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import MICROS_PER_USD, micros_to_decimal, units_to_usd, usd
 from burstmarket.settings import Settings
@@ -71,6 +71,14 @@ class LastTick:
     time: int
 
 
+@dataclass(eq=False, slots=True)
+class _InFlight:
+    island: str
+    done: Future[None] = field(default_factory=Future)
+    lowered: set[str] = field(default_factory=set)
+    """Clusters that lowered max_gpus while the tick cleared (Market.tick, step 3)."""
+
+
 class MarketLock:
     """`with market.lock:` is an exclusive section: every state change but a VM declaration.
 
@@ -84,7 +92,7 @@ class MarketLock:
         self._cond = threading.Condition()
         self._owner: int | None = None
         self._depth = 0
-        self._tick: tuple[str, Future[None]] | None = None
+        self._tick: _InFlight | None = None
 
     def __enter__(self) -> None:
         me = threading.get_ident()
@@ -104,13 +112,13 @@ class MarketLock:
     def start_tick(self, island: str) -> None:
         """Inside a section: the tick of `island` is in flight once the section ends."""
         with self._cond:
-            self._tick = (island, Future())
+            self._tick = _InFlight(island)
 
     def end_tick(self) -> None:
         with self._cond:
             if self._tick is None:
                 return
-            done = self._tick[1]
+            done = self._tick.done
             self._tick = None
             self._cond.notify_all()
         done.set_result(None)
@@ -118,7 +126,17 @@ class MarketLock:
     def tick_in_flight(self, island: str) -> Future[None] | None:
         """The future of `island`'s tick while it is in flight (done once it committed)."""
         tick = self._tick
-        return tick[1] if tick is not None and tick[0] == island else None
+        return tick.done if tick is not None and tick.island == island else None
+
+    def lowered(self, island: str, cluster: str) -> None:
+        """While `island`'s tick is in flight (holding the writer): `cluster` lowered max_gpus."""
+        tick = self._tick
+        if tick is not None and tick.island == island:
+            tick.lowered.add(cluster)
+
+    def lowered_clusters(self) -> set[str]:
+        tick = self._tick
+        return set() if tick is None else tick.lowered
 
 
 class Market:
@@ -256,13 +274,12 @@ class Market:
         1. snapshot: in an exclusive section (none half-done) and holding the writer (between
            two group commits), pin a read transaction; the tick is in flight from here.
         2. read the snapshot and clear it, holding nothing. Exclusive sections wait for the
-           tick. VM declarations on the island go on if they only raise or re-price demand: the
-           book closed at the snapshot, so that demand counts from the next tick, and the tick
-           can grant no cluster more than it now declares. A declaration that would release
-           nodes or lower max_gpus would change what the tick decided: it waits for the tick
-           and runs after it (Tenant.declare_vm). So nothing the tick read and writes changes
-           before it commits.
-        3. commit the tick's rows in one transaction, and update the figures declarations
+           tick. VM declarations on the island go on: the book closed at the snapshot, so new
+           demand counts from the next tick. One that would release nodes the cluster holds
+           would change what the tick decided: it waits for the tick and runs after it
+           (Tenant.declare_vm). So nothing the tick read and writes changes before it commits.
+        3. commit the tick's rows in one transaction, with the scale-downs that lowered demand
+           asked for while it cleared (`_late_scale_downs`), and update the figures declarations
            read (last tick, rates, balances, the hot copy) before the writer runs anything else.
         """
         reader = self.db.cursor()
@@ -282,9 +299,10 @@ class Market:
                     epoch = self.db.epoch
                     with self.db.write() as cur:
                         self._write_tick(cur, inp, out)
+                        late = self._late_scale_downs(cur, inp, out)
                     self.last[island_id] = LastTick(number, at)
                     self.rates[island_id] = out.rates
-                    self.after_commit(out.ledger)
+                    self.after_commit(out.ledger + late)
                     self.hot.after_tick(island_id, epoch)
                     self.lock.end_tick()
             finally:
@@ -292,6 +310,51 @@ class Market:
         finally:
             reader.close()
         return _committed(inp, out)
+
+    def _late_scale_downs(self, cur: Cursor, inp: TickInput, out: TickOutput) -> list[Entry]:
+        """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
+        the tick may grant that cluster more than it now declares. The excess goes back at
+        once, in the tick's own transaction, newest grant first, refunded to the ms: as if the
+        declaration had come the moment after the tick. Returns the ledger rows written."""
+        lowered = self.lock.lowered_clusters()
+        if not lowered:
+            return []
+        final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
+        held: dict[str, list[Node]] = {}
+        for n in final.values():
+            if n.cluster in lowered and n.service is None:
+                held.setdefault(n.cluster, []).append(n)
+        g = inp.island.gpus_per_node
+        billed = (inp.time, inp.time + self.interval_ns)
+        entries: list[Entry] = []
+        freed: list[Node] = []
+        for row in fetch(cur, "clusters_in", ids=sorted(lowered)):
+            c = Cluster.from_row(row)
+            nodes = held.get(c.id, [])
+            excess = newest_first(nodes)[: max(0, len(nodes) - c.max_gpus // g)]
+            rate = out.rates.get(c.id)
+            entries += self.scale_down(c, inp.island, excess, inp.time, rate, billed)
+            freed += excess
+        self.write_ledger(cur, entries)
+        self.write_nodes(cur, freed)
+        return entries
+
+    def scale_down(
+        self,
+        c: Cluster,
+        island: Island,
+        nodes: list[Node],
+        at: int,
+        rate: int | None,
+        billed: tuple[int, int] | None,
+    ) -> list[Entry]:
+        """`nodes` go back to the island at `at` (freed here) and their billing stops at once:
+        the rest of the interval `billed` in advance at `rate` is refunded. The ledger rows."""
+        entries: list[Entry] = []
+        for n in nodes:
+            entries += stop_billing(at, c.account, c.id, n, island.gpus_per_node, rate, billed)
+            n.free()
+        return entries
 
     def publish(self, event: TickCommitted) -> None:
         """Tell every listener about a committed tick; a failing listener never stops the rest."""

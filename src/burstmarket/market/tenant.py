@@ -22,8 +22,8 @@ from burstmarket.errors import (
     SpendLimit,
 )
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import RELEASE, Entry, amount, refund_rest
-from burstmarket.market.model import Cluster, Island, Job, Node
+from burstmarket.market.ledger import Entry
+from burstmarket.market.model import Cluster, Island, Job, Node, newest_first
 from burstmarket.market.service import Market
 from burstmarket.money import units_to_usd, usd
 from burstmarket.store import Batch
@@ -168,8 +168,8 @@ class Tenant:
         self, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
     ) -> dict[str, Any]:
         """Declare, and answer once the declaration is committed (durable): it runs in the
-        store's next group commit. One that must follow the island's tick in flight waits for
-        that tick, then runs (and is checked) again."""
+        store's next group commit. One that releases held nodes while the island's tick is in
+        flight waits for that tick, then runs (and is checked) again."""
         while True:
             answer = await asyncio.wrap_future(
                 self.m.db.submit(
@@ -238,48 +238,24 @@ class Tenant:
             self._check_bid(c, island, max_price)
         excess = len(nodes) - want
         tick = self.m.lock.tick_in_flight(island.id)
-        if tick is not None and (excess > 0 or max_gpus < c.max_gpus):
+        if tick is not None and excess > 0:
             return AfterTick(tick)
+        if tick is not None and max_gpus < c.max_gpus:
+            self.m.lock.lowered(island.id, c.id)  # the tick's grants are cut to it at commit
         c.demand_since = now if growing or not c.max_gpus else c.demand_since
         c.max_gpus, c.max_price = max_gpus, max_price
         hot.stage_demand(c)
         if excess > 0:
             nominated = [held[r] for r in dict.fromkeys(release)]
-            rest = sorted(
-                (n for n in nodes if n.id not in set(release)),
-                key=lambda n: (-(n.granted_at or 0), -n.idx),
-            )
+            rest = newest_first([n for n in nodes if n.id not in set(release)])
             gone = (nominated + rest)[:excess]
             hot.stage_release(c, gone, self._release(c, island, gone, now))
         return self._vm_answer(c, island, nodes)
 
     def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
-        """Scale-down: the nodes go at once (freed here) and their billing stops at once (a
-        refund of the rest of the interval the last tick billed in advance); the ledger rows."""
-        g = island.gpus_per_node
-        entries: list[Entry] = []
-        billed = self.m.billed_until(island.id)
+        """Scale-down: the nodes go at once, billing stops at once; the ledger rows."""
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        for n in nodes:
-            if rate is not None:
-                refund = refund_rest(now, c.account, c.id, island.id, n.id, rate, g, billed)
-                if refund is not None:
-                    entries.append(refund)
-            if n.commit_price is not None and (n.commit_ends_at or 0) > now:
-                entries.append(
-                    Entry(
-                        at=now,
-                        account=c.account,
-                        kind=RELEASE,
-                        units=-amount(n.commit_price, g, (n.commit_ends_at or 0) - now),
-                        cluster=c.id,
-                        island=island.id,
-                        node=n.id,
-                        gpus=g,
-                    )
-                )
-            n.free()
-        return entries
+        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed_until(island.id))
 
     # --- Kubernetes -----------------------------------------------------------------------
 
