@@ -17,6 +17,7 @@ import pytest
 
 from burstmarket.clock import NS_PER_S, ManualClock
 from burstmarket.market import service
+from burstmarket.market.hot import Hot
 from burstmarket.market.operator import Operator
 from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
@@ -82,6 +83,17 @@ class Harness:
             return cur.execute(query).fetchall()
         finally:
             cur.close()
+
+    def hot_copy_is_true(self) -> bool:
+        """The declarations' in-memory copy of the island equals a fresh read of the store."""
+        hot, fresh = self.market.hot, Hot(self.market)
+        cur = self.market.db.cursor()
+        try:
+            fresh.island(cur, "lt")
+        finally:
+            cur.close()
+        kept = {c: hot.clusters[c] for c in fresh.clusters}
+        return hot.epoch == self.market.db.epoch and kept == fresh.clusters
 
     def held_nodes(self) -> int:
         return int(self.rows("SELECT count(*) FROM nodes WHERE cluster = 'a'")[0][0])
@@ -176,3 +188,4 @@ def test_declarations_racing_many_ticks_never_leave_a_cluster_over_its_demand(
         tick.go()
         assert declared.result(timeout=60)["max_gpus"] == want
         assert harness.held_nodes() * GPUS <= want
+        assert harness.hot_copy_is_true()

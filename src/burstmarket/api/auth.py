@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-import anyio.to_thread
 from litestar import Request
 
 from burstmarket.errors import Forbidden, Unauthorized
@@ -27,7 +26,7 @@ def _is_operator(token: str, operator_token: str | None) -> bool:
 
 
 def cluster_of(request: AnyRequest, market: Market, operator_token: str | None) -> str:
-    """The id of the cluster whose token made the request (blocking: call from a thread)."""
+    """The id of the cluster whose token made the request (from memory: never blocks)."""
     token = _bearer(request)
     if token is None:
         raise Unauthorized("a cluster token is required: 'Authorization: Bearer <token>'")
@@ -36,17 +35,6 @@ def cluster_of(request: AnyRequest, market: Market, operator_token: str | None) 
         if _is_operator(token, operator_token):
             raise Forbidden("the operator token acts on /api/admin/* only, not on a cluster")
         raise Unauthorized("unknown token")
-    request.state.cluster = cluster
-    return cluster
-
-
-async def tenant_of(request: AnyRequest, market: Market, operator_token: str | None) -> str:
-    """`cluster_of` for async handlers: a token already seen is answered from memory, on the
-    event loop; anything else takes the blocking path in a worker thread."""
-    token = _bearer(request)
-    cluster = None if token is None else market.known_token(token)
-    if cluster is None:
-        return await anyio.to_thread.run_sync(cluster_of, request, market, operator_token)
     request.state.cluster = cluster
     return cluster
 

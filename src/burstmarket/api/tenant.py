@@ -15,7 +15,7 @@ import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import Parameter
 
-from burstmarket.api.auth import cluster_of, tenant_of
+from burstmarket.api.auth import cluster_of
 from burstmarket.api.bodies import (
     Bid,
     Capacity,
@@ -49,7 +49,7 @@ def get_capacity(request: AnyRequest, services: Services) -> Json:
 
 @put("/api/vm/capacity")
 async def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = await tenant_of(request, services.market, services.settings.operator_token)
+    me = _me(request, services)
     data = decode(body, Capacity)
     return await services.tenant.declare_vm(
         me,

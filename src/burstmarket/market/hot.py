@@ -8,12 +8,13 @@ declarations staged in one statement per table just before its COMMIT (store/wri
 
 Only the writer touches this, inside a Batch (holding the writer lock). The copy is true as of
 the store's `epoch`: anything written around it (an operator action, a Kubernetes job) moves the
-epoch and the next batch starts from an empty copy. A tick drops only its own island
-(`after_tick`). A copy is made an island at a time, in three reads.
+epoch and the next batch starts from an empty copy, made an island at a time in three reads. A
+tick hands over what it changed (`after_tick`), so the copy survives the ticks.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from burstmarket.errors import NotFound
@@ -121,15 +122,26 @@ class Hot:
         self._demand.clear()
         self._nodes.clear()
 
-    def after_tick(self, island_id: str, epoch_before: int) -> None:
-        """A tick of `island_id` committed (the one write since `epoch_before`): only that
-        island's copy goes; it is read again by the next declaration on it."""
-        if self.epoch == epoch_before:
-            self.islands.pop(island_id, None)
-            for cluster_id, island in self._home.items():
-                if island == island_id:
-                    self.clusters.pop(cluster_id, None)
-            self.epoch = self.db.epoch
+    def after_tick(
+        self, island_id: str, epoch_before: int, nodes: list[Node], changed: list[Cluster]
+    ) -> None:
+        """A tick of `island_id` committed (the one write since `epoch_before`), leaving the
+        island's `nodes` (all of them) and the cluster state it `changed`. A tick never writes
+        demand, so the copy of the island stays true with those two folded in: no reads."""
+        if self.epoch != epoch_before:
+            return  # the copy was already stale
+        self.epoch = self.db.epoch
+        if island_id not in self.islands:
+            return
+        held = {c: kept[1] for c, kept in self.clusters.items() if self._home[c] == island_id}
+        for c in changed:
+            kept, _ = self.clusters[c.id]
+            kept.spend_window_start, kept.pending_reason = c.spend_window_start, c.pending_reason
+        for nodes_of_cluster in held.values():
+            nodes_of_cluster.clear()
+        for n in sorted(nodes, key=lambda n: n.idx):
+            if n.cluster is not None and n.service is None:
+                held[n.cluster].append(replace(n))  # a copy: the tick's objects stay its own
 
     def _committed(self) -> None:
         # the batch's own commit moved the epoch; the copy already has its changes

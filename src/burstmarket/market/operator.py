@@ -109,6 +109,7 @@ class Operator:
                 token_hash=token_hash(token),
                 created_at=self.m.now(),
             )
+        self.m.add_token(name, token)
         # the token is shown here, once; only its hash is stored
         return {"id": name, "token": token, "account": account, "island": island, "kind": kind}
 

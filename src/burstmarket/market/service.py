@@ -166,6 +166,7 @@ class Market:
                 for row in fetch(cur, "last_rates"):
                     self.rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
                 self._load_balances(cur)
+                self._tokens = {r["token_hash"]: r["id"] for r in fetch(cur, "cluster_tokens")}
             finally:
                 cur.close()
             if isinstance(self.clock, ManualClock) and self.last:
@@ -210,23 +211,13 @@ class Market:
     def cluster_nodes(self, cur: Cursor, cluster_id: str) -> list[Node]:
         return [Node.from_row(r) for r in fetch(cur, "cluster_nodes", cluster=cluster_id)]
 
-    def known_token(self, token: str) -> str | None:
-        """The cluster of a token already seen (no store read: safe on the event loop)."""
+    def cluster_for_token(self, token: str) -> str | None:
+        """The cluster a token belongs to, from memory (safe on the event loop)."""
         return self._tokens.get(token_hash(token))
 
-    def cluster_for_token(self, token: str) -> str | None:
-        digest = token_hash(token)
-        found = self._tokens.get(digest)
-        if found is None:
-            cur = self.db.cursor()
-            try:
-                row = fetch_one(cur, "cluster_by_token", token_hash=digest)
-            finally:
-                cur.close()
-            if row is None:
-                return None
-            found = self._tokens[digest] = row["id"]
-        return found
+    def add_token(self, cluster: str, token: str) -> None:
+        """A new cluster's token (call once its row is committed)."""
+        self._tokens[token_hash(token)] = cluster
 
     def now(self) -> int:
         return self.clock.now_ns()
@@ -298,12 +289,13 @@ class Market:
                 with self.db.held():
                     epoch = self.db.epoch
                     with self.db.write() as cur:
+                        self._late_scale_downs(cur, inp, out)
                         self._write_tick(cur, inp, out)
-                        late = self._late_scale_downs(cur, inp, out)
                     self.last[island_id] = LastTick(number, at)
                     self.rates[island_id] = out.rates
-                    self.after_commit(out.ledger + late)
-                    self.hot.after_tick(island_id, epoch)
+                    self.after_commit(out.ledger)
+                    final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
+                    self.hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
                     self.lock.end_tick()
             finally:
                 self.lock.end_tick()  # a failed tick commits nothing and lets waiters go
@@ -311,33 +303,28 @@ class Market:
             reader.close()
         return _committed(inp, out)
 
-    def _late_scale_downs(self, cur: Cursor, inp: TickInput, out: TickOutput) -> list[Entry]:
+    def _late_scale_downs(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
         """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
         the tick may grant that cluster more than it now declares. The excess goes back at
-        once, in the tick's own transaction, newest grant first, refunded to the ms: as if the
-        declaration had come the moment after the tick. Returns the ledger rows written."""
+        once, newest grant first, refunded to the ms: as if the declaration had come the moment
+        after the tick. Amends `out` (its nodes and ledger rows), so the tick writes it all."""
         lowered = self.lock.lowered_clusters()
         if not lowered:
-            return []
-        final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
+            return
+        changed = {n.id for n in out.nodes}
         held: dict[str, list[Node]] = {}
-        for n in final.values():
+        for n in [*out.nodes, *(n for n in inp.nodes if n.id not in changed)]:
             if n.cluster in lowered and n.service is None:
                 held.setdefault(n.cluster, []).append(n)
         g = inp.island.gpus_per_node
         billed = (inp.time, inp.time + self.interval_ns)
-        entries: list[Entry] = []
-        freed: list[Node] = []
         for row in fetch(cur, "clusters_in", ids=sorted(lowered)):
             c = Cluster.from_row(row)
             nodes = held.get(c.id, [])
             excess = newest_first(nodes)[: max(0, len(nodes) - c.max_gpus // g)]
             rate = out.rates.get(c.id)
-            entries += self.scale_down(c, inp.island, excess, inp.time, rate, billed)
-            freed += excess
-        self.write_ledger(cur, entries)
-        self.write_nodes(cur, freed)
-        return entries
+            out.ledger += self.scale_down(c, inp.island, excess, inp.time, rate, billed)
+            out.nodes += [n for n in excess if n.id not in changed]
 
     def scale_down(
         self,

@@ -1,1 +1,0 @@
-SELECT id FROM clusters WHERE token_hash = $token_hash
