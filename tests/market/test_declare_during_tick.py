@@ -154,6 +154,15 @@ def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(
     assert harness.held_nodes() == 1
 
 
+def test_the_last_declaration_during_a_tick_is_the_one_that_counts(harness: Harness) -> None:
+    harness.declare(4 * GPUS)
+    tick = harness.held_tick()
+    harness.declare(GPUS)
+    harness.declare(3 * GPUS)  # raised again before the tick committed
+    tick.go()
+    assert harness.held_nodes() == 3
+
+
 def test_giving_back_held_nodes_during_a_tick_waits_for_its_commit(harness: Harness) -> None:
     harness.declare(2 * GPUS)
     harness.tick()
@@ -182,9 +191,13 @@ def test_declarations_racing_many_ticks_never_leave_a_cluster_over_its_demand(
     was held: after each commit the holding is within the last demand."""
     for step in range(30):
         harness.declare(4 * GPUS)
+        before = harness.held_nodes()
         tick = harness.held_tick()
         want = (step * 7 % 5) * GPUS
         declared = harness.pool.submit(harness.declare, want)
+        if want >= before * GPUS:
+            declared.result(timeout=60)  # gives nothing back: answered while the tick is held
+            assert not tick.result.done()
         tick.go()
         assert declared.result(timeout=60)["max_gpus"] == want
         assert harness.held_nodes() * GPUS <= want

@@ -44,6 +44,8 @@ class Hot:
         self._ledger: list[Entry] = []
         self._committing: list[Entry] = []
         """Ledger rows written by this batch: folded into the balances once it commits."""
+        self._declared: list[Cluster] = []
+        """Demand written by this batch: told to a tick in flight once it commits."""
 
     def begin(self, batch: Batch) -> None:
         """Join `batch` (every declaration calls this first)."""
@@ -118,6 +120,7 @@ class Hot:
             ],
         )
         self._committing += self._ledger
+        self._declared += self._demand.values()
         self._ledger = []
         self._demand.clear()
         self._nodes.clear()
@@ -147,7 +150,10 @@ class Hot:
         # the batch's own commit moved the epoch; the copy already has its changes
         self.epoch = self.db.epoch
         self.m.after_commit(self._committing)
+        for c in self._declared:
+            self.m.lock.declared(c.island, c.id, c.max_gpus)
         self._committing = []
+        self._declared = []
 
     def _forget(self) -> None:
         """The batch rolled back: the copy may hold its changes, so it goes."""
@@ -156,3 +162,4 @@ class Hot:
         self._nodes.clear()
         self._ledger = []
         self._committing = []
+        self._declared = []

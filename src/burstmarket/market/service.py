@@ -75,8 +75,8 @@ class LastTick:
 class _InFlight:
     island: str
     done: Future[None] = field(default_factory=Future)
-    lowered: set[str] = field(default_factory=set)
-    """Clusters that lowered max_gpus while the tick cleared (Market.tick, step 3)."""
+    declared: dict[str, int] = field(default_factory=dict)
+    """max_gpus of each VM declaration committed while the tick cleared, last one wins."""
 
 
 class MarketLock:
@@ -128,15 +128,16 @@ class MarketLock:
         tick = self._tick
         return tick.done if tick is not None and tick.island == island else None
 
-    def lowered(self, island: str, cluster: str) -> None:
-        """While `island`'s tick is in flight (holding the writer): `cluster` lowered max_gpus."""
+    def declared(self, island: str, cluster: str, max_gpus: int) -> None:
+        """A VM declaration committed (call holding the writer): recorded if `island`'s tick
+        is in flight, for its late scale-downs (Market._late_scale_downs)."""
         tick = self._tick
         if tick is not None and tick.island == island:
-            tick.lowered.add(cluster)
+            tick.declared[cluster] = max_gpus
 
-    def lowered_clusters(self) -> set[str]:
+    def declared_during_tick(self) -> dict[str, int]:
         tick = self._tick
-        return set() if tick is None else tick.lowered
+        return {} if tick is None else tick.declared
 
 
 class Market:
@@ -289,7 +290,7 @@ class Market:
                 with self.db.held():
                     epoch = self.db.epoch
                     with self.db.write() as cur:
-                        self._late_scale_downs(cur, inp, out)
+                        self._late_scale_downs(inp, out)
                         self._write_tick(cur, inp, out)
                     self.last[island_id] = LastTick(number, at)
                     self.rates[island_id] = out.rates
@@ -303,26 +304,25 @@ class Market:
             reader.close()
         return _committed(inp, out)
 
-    def _late_scale_downs(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+    def _late_scale_downs(self, inp: TickInput, out: TickOutput) -> None:
         """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
         the tick may grant that cluster more than it now declares. The excess goes back at
         once, newest grant first, refunded to the ms: as if the declaration had come the moment
         after the tick. Amends `out` (its nodes and ledger rows), so the tick writes it all."""
-        lowered = self.lock.lowered_clusters()
-        if not lowered:
+        declared = self.lock.declared_during_tick()
+        if not declared:
             return
         changed = {n.id for n in out.nodes}
         held: dict[str, list[Node]] = {}
         for n in [*out.nodes, *(n for n in inp.nodes if n.id not in changed)]:
-            if n.cluster in lowered and n.service is None:
+            if n.cluster in declared and n.service is None:
                 held.setdefault(n.cluster, []).append(n)
         g = inp.island.gpus_per_node
         billed = (inp.time, inp.time + self.interval_ns)
-        for row in fetch(cur, "clusters_in", ids=sorted(lowered)):
-            c = Cluster.from_row(row)
-            nodes = held.get(c.id, [])
-            excess = newest_first(nodes)[: max(0, len(nodes) - c.max_gpus // g)]
-            rate = out.rates.get(c.id)
+        for cluster, max_gpus in sorted(declared.items()):
+            nodes = held.get(cluster, [])
+            excess = newest_first(nodes)[: max(0, len(nodes) - max_gpus // g)]
+            c, rate = inp.clusters[cluster], out.rates.get(cluster)
             out.ledger += self.scale_down(c, inp.island, excess, inp.time, rate, billed)
             out.nodes += [n for n in excess if n.id not in changed]
 

@@ -240,8 +240,6 @@ class Tenant:
         tick = self.m.lock.tick_in_flight(island.id)
         if tick is not None and excess > 0:
             return AfterTick(tick)
-        if tick is not None and max_gpus < c.max_gpus:
-            self.m.lock.lowered(island.id, c.id)  # the tick's grants are cut to it at commit
         c.demand_since = now if growing or not c.max_gpus else c.demand_since
         c.max_gpus, c.max_price = max_gpus, max_price
         hot.stage_demand(c)
