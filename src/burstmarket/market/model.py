@@ -51,12 +51,19 @@ def priority(priority_class: str | None) -> int:
     return PRIORITY_CLASSES.get(priority_class or "", 0)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 class Row:
     """A dataclass read from a store row by field name."""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+        # a tick reads thousands of rows: the field names are looked up once per class
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        return cls(*[row[name] for name in names])
 
 
 @dataclass(slots=True)
