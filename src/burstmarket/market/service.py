@@ -287,15 +287,16 @@ class Market:
                 inp = self._tick_input(reader, island_id, number, at)
                 reader.execute("COMMIT")
                 out = run_tick(inp)
+                final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
+                """Every node of the island as the tick leaves it."""
                 with self.db.held():
                     epoch = self.db.epoch
                     with self.db.write() as cur:
-                        self._late_scale_downs(inp, out)
+                        self._late_scale_downs(inp, out, final)
                         self._write_tick(cur, inp, out)
                     self.last[island_id] = LastTick(number, at)
                     self.rates[island_id] = out.rates
                     self.after_commit(out.ledger)
-                    final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
                     self.hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
                     self.lock.end_tick()
             finally:
@@ -304,17 +305,18 @@ class Market:
             reader.close()
         return _committed(inp, out)
 
-    def _late_scale_downs(self, inp: TickInput, out: TickOutput) -> None:
+    def _late_scale_downs(self, inp: TickInput, out: TickOutput, final: dict[str, Node]) -> None:
         """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
         the tick may grant that cluster more than it now declares. The excess goes back at
         once, newest grant first, refunded to the ms: as if the declaration had come the moment
-        after the tick. Amends `out` (its nodes and ledger rows), so the tick writes it all."""
+        after the tick. Amends `out` (its nodes and ledger rows), so the tick writes it all;
+        `final` holds the same node objects, so it sees the give-backs too."""
         declared = self.lock.declared_during_tick()
         if not declared:
             return
         changed = {n.id for n in out.nodes}
         held: dict[str, list[Node]] = {}
-        for n in [*out.nodes, *(n for n in inp.nodes if n.id not in changed)]:
+        for n in final.values():
             if n.cluster in declared and n.service is None:
                 held.setdefault(n.cluster, []).append(n)
         g = inp.island.gpus_per_node
