@@ -19,12 +19,14 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock; ticks come from the scheduler."""
+    """The wall clock, in whole milliseconds like every market time (billing splits periods at
+    millisecond boundaries); ticks come from the scheduler."""
 
     manual = False
 
     def now_ns(self) -> int:
-        return time.time_ns()
+        now = time.time_ns()
+        return now - now % NS_PER_MS
 
 
 class ManualClock:
@@ -46,9 +48,10 @@ class ManualClock:
             self._now += ns
             return self._now
 
-    def set_at_least(self, ns: int) -> None:
+    def resume(self, ns: int) -> None:
+        """Carry on from market time `ns` (a restart on a store that holds market time)."""
         with self._lock:
-            self._now = max(self._now, ns)
+            self._now = ns
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

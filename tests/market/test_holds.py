@@ -27,7 +27,7 @@ INTERVAL = 300 * NS_PER_S
 
 
 def k8s(cid: str, limit: int | None = 2 * USD, account: str = "acct") -> Cluster:
-    return Cluster(cid, account, "i", "k8s", 0, None, 0, limit, None, None, None)
+    return Cluster(cid, account, "i", "k8s", 0, None, [], limit, None, None, None)
 
 
 def nodes(count: int) -> list[Node]:

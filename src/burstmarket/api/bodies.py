@@ -8,6 +8,7 @@ naming the field, never the framework's own error shape.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
@@ -15,7 +16,9 @@ import msgspec
 from burstmarket.errors import Invalid
 from burstmarket.money import MoneyError, parse_amount, parse_price
 
-Number = int | float
+Number = int | Decimal
+"""Money as the JSON text spells it: msgspec reads a number into a Decimal digit for digit, so
+2.99999999999999999999 stays that (and is refused for its decimals), never a float's 3.0."""
 T = TypeVar("T")
 
 _FIELD = (

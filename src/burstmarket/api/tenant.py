@@ -31,7 +31,7 @@ from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
 from burstmarket.clock import from_datetime
 from burstmarket.errors import Invalid
-from burstmarket.market.tenant import GRANULARITIES
+from burstmarket.market.report import GRANULARITIES
 
 AnyRequest = Request[Any, Any, Any]
 Json = dict[str, Any]

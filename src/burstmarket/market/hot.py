@@ -114,7 +114,7 @@ class Hot:
                     "id": c.id,
                     "max_gpus": c.max_gpus,
                     "max_price": c.max_price,
-                    "demand_since": c.demand_since,
+                    "demand": [t._asdict() for t in c.demand],
                 }
                 for c in self._demand.values()
             ],
@@ -140,6 +140,7 @@ class Hot:
         for c in changed:
             kept, _ = self.clusters[c.id]
             kept.spend_window_start, kept.pending_reason = c.spend_window_start, c.pending_reason
+            kept.bid_too_low = c.bid_too_low
         for nodes_of_cluster in held.values():
             nodes_of_cluster.clear()
         for n in sorted(nodes, key=lambda n: n.idx):

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetim
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.market.hot import Hot
-from burstmarket.market.ledger import BALANCE, Entry, stop_billing
+from burstmarket.market.ledger import BALANCE, CHARGE, Billed, Entry, stop_billing
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, newest_first
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import MICROS_PER_USD, micros_to_decimal, units_to_usd, usd
@@ -151,7 +152,11 @@ class Market:
         self.rates: dict[str, dict[str, int]] = {}
         self.balances: dict[str, int] = {}
         self._tokens: dict[str, str] = {}
+        self._seq = 0
         self._load()
+        self.started_at = clock.now_ns()
+        """Market time the service started: held time before it is never billed (the market
+        was not running; docs/market.md "Billing")."""
         self.hot = Hot(self)
 
     # --- start ----------------------------------------------------------------------------
@@ -168,11 +173,14 @@ class Market:
                     self.rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
                 self._load_balances(cur)
                 self._tokens = {r["token_hash"]: r["id"] for r in fetch(cur, "cluster_tokens")}
+                self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
+                resumed = fetch(cur, "market_time")[0]["ns"]
             finally:
                 cur.close()
-            if isinstance(self.clock, ManualClock) and self.last:
-                # market time never runs backwards across a restart
-                self.clock.set_at_least(max(t.time for t in self.last.values()))
+            if isinstance(self.clock, ManualClock) and resumed is not None:
+                # market time resumes where the store left it, never from the wall clock;
+                # BURSTMARKET_CLOCK_START only seeds a new store (the default island's row)
+                self.clock.resume(int(resumed))
 
     def _load_balances(self, cur: Cursor) -> None:
         self.balances = {row["account"]: int(row["units"]) for row in fetch(cur, "balances")}
@@ -223,10 +231,19 @@ class Market:
     def now(self) -> int:
         return self.clock.now_ns()
 
-    def billed_until(self, island: str) -> tuple[int, int] | None:
-        """The interval the last tick billed in advance, [time, time + interval)."""
+    def billed(self, island: str) -> Billed | None:
+        """How far the island's market billing has gone: the interval its last tick billed in
+        advance, [time, time + interval), and nothing before the service started."""
         last = self.last.get(island)
-        return None if last is None else (last.time, last.time + self.interval_ns)
+        if last is None:
+            return None
+        return Billed(last.time, last.time + self.interval_ns, self.started_at)
+
+    def next_seq(self) -> int:
+        """The next order of acceptance for a write of demand. Call holding the writer, so
+        the order is the order the writes commit in."""
+        self._seq += 1
+        return self._seq
 
     # --- writes shared by tenant and operator actions -------------------------------------
 
@@ -280,11 +297,12 @@ class Market:
                 at = self.next_tick_time(island_id) if time is None else time
                 last = self.last.get(island_id)
                 number = 1 if last is None else last.tick + 1
+                billed = self.billed(island_id)
                 reader.execute("BEGIN TRANSACTION")
                 reader.execute("SELECT count(*) FROM islands").fetchall()  # pins the snapshot
                 self.lock.start_tick(island_id)
             try:
-                inp = self._tick_input(reader, island_id, number, at)
+                inp = self._tick_input(reader, island_id, number, at, billed)
                 reader.execute("COMMIT")
                 out = run_tick(inp)
                 final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
@@ -320,7 +338,7 @@ class Market:
             if n.cluster in declared and n.service is None:
                 held.setdefault(n.cluster, []).append(n)
         g = inp.island.gpus_per_node
-        billed = (inp.time, inp.time + self.interval_ns)
+        billed = Billed(inp.time, inp.time + self.interval_ns, self.started_at)
         for cluster, max_gpus in sorted(declared.items()):
             nodes = held.get(cluster, [])
             excess = newest_first(nodes)[: max(0, len(nodes) - max_gpus // g)]
@@ -335,10 +353,10 @@ class Market:
         nodes: list[Node],
         at: int,
         rate: int | None,
-        billed: tuple[int, int] | None,
+        billed: Billed | None,
     ) -> list[Entry]:
-        """`nodes` go back to the island at `at` (freed here) and their billing stops at once:
-        the rest of the interval `billed` in advance at `rate` is refunded. The ledger rows."""
+        """`nodes` go back to the island at `at` (freed here) and their billing stops at once,
+        exactly at `at` (ledger.stop_billing, `rate` the cluster's rate in force). The rows."""
         entries: list[Entry] = []
         for n in nodes:
             entries += stop_billing(at, c.account, c.id, n, island.gpus_per_node, rate, billed)
@@ -355,7 +373,9 @@ class Market:
                     "tick listener %r failed on %s/%d", listener, event.island, event.tick
                 )
 
-    def _tick_input(self, cur: Cursor, island_id: str, number: int, at: int) -> TickInput:
+    def _tick_input(
+        self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None
+    ) -> TickInput:
         island = self.island(cur, island_id)
         clusters = {
             row["id"]: Cluster.from_row(row)
@@ -376,6 +396,7 @@ class Market:
             spent=spent,
             rates=dict(self.rates.get(island_id, {})),
             blocks=[Block.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)],
+            billed=billed,
         )
 
     def _write_tick(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
@@ -393,6 +414,7 @@ class Market:
                     "id": c.id,
                     "spend_window_start": c.spend_window_start,
                     "pending_reason": c.pending_reason,
+                    "bid_too_low": c.bid_too_low,
                 }
                 for c in out.clusters
             ],
@@ -418,7 +440,10 @@ class Market:
                 }
             ],
         )
-        charges = {e.cluster: e.units for e in out.ledger if e.kind == "charge"}
+        charges: dict[str | None, int] = defaultdict(int)
+        for e in out.ledger:
+            if e.kind == CHARGE:  # the tick's interval, and held time not billed before it
+                charges[e.cluster] += e.units
         write_batch(
             cur,
             "insert_cluster_rates",
@@ -535,6 +560,7 @@ def _node_row(n: Node) -> dict[str, Any]:
         "service": n.service,
         "owed_until": n.owed_until,
         "block": n.block,
+        "billed_until": n.billed_until,
     }
 
 

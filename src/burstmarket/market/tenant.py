@@ -23,7 +23,8 @@ from burstmarket.errors import (
 )
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
 from burstmarket.market.ledger import Entry
-from burstmarket.market.model import Cluster, Island, Job, Node, newest_first
+from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
+from burstmarket.market.report import billing_rows
 from burstmarket.market.service import Market
 from burstmarket.money import units_to_usd, usd
 from burstmarket.store import Batch
@@ -33,7 +34,6 @@ from burstmarket.store.schemas import JOB_EVENTS
 T = TypeVar("T")
 
 JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +76,8 @@ class Tenant:
             row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
             spent = int(row["units"]) if row else 0
         # the last tick billed its interval in advance: that part is spent, not committed
-        billed = self.m.billed_until(c.island)
-        since = now if billed is None else max(now, billed[1])
+        billed = self.m.billed(c.island)
+        since = now if billed is None else max(now, billed.end)
         committed = outstanding(nodes, g, since)
         return Budget.of(c.spend_limit, spent, committed)
 
@@ -91,7 +91,8 @@ class Tenant:
         now: int,
         nodes: Callable[[], list[Node]],
     ) -> None:
-        """The write-time checks on demand that asks the market for more (MARKET.md); `nodes`
+        """The write-time checks on demand that asks the market for more (docs/market.md
+        "Spend guard"); `nodes`
         gives the cluster's holdings (read only when it has a spend limit)."""
         balance = self.m.balances.get(c.account, 0)
         if balance <= 0:
@@ -224,8 +225,9 @@ class Tenant:
                 "release", f"not held by this cluster: {', '.join(unknown)}", cluster=c.id
             )
         want = max_gpus // g
+        declared = c.max_gpus // g
         now = self.m.now()
-        growing = want > max(len(nodes), c.max_gpus // g)
+        growing = want > max(len(nodes), declared)
         if growing:
 
             def holdings() -> list[Node]:
@@ -240,7 +242,10 @@ class Tenant:
         tick = self.m.lock.tick_in_flight(island.id)
         if tick is not None and excess > 0:
             return AfterTick(tick)
-        c.demand_since = now if growing or not c.max_gpus else c.demand_since
+        if want != declared:
+            # growth dates only the added units; a lower declaration drops the youngest
+            seq = self.m.next_seq() if want > declared else 0
+            c.demand = resized(c.demand, want, now, seq)
         c.max_gpus, c.max_price = max_gpus, max_price
         hot.stage_demand(c)
         if excess > 0:
@@ -253,7 +258,7 @@ class Tenant:
     def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
         """Scale-down: the nodes go at once, billing stops at once; the ledger rows."""
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed_until(island.id))
+        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed(island.id))
 
     # --- Kubernetes -----------------------------------------------------------------------
 
@@ -267,7 +272,7 @@ class Tenant:
         return {
             "cluster": c.id,
             "limit_price_per_gpu_hour": None if c.limit_price is None else usd(c.limit_price),
-            "bid_too_low": low or any(j.bid_too_low for j in jobs if j.state == "pending"),
+            "bid_too_low": low or any(_too_low(j, c, island) for j in jobs),
             "pending_reason": c.pending_reason,
         }
 
@@ -345,6 +350,7 @@ class Tenant:
                 priority_class=priority_class,
                 limit_price=price,
                 created_at=now,
+                seq=self.m.next_seq(),
             )
         return self.job(cluster_id, name)
 
@@ -369,6 +375,7 @@ class Tenant:
         return Job.from_row(row)
 
     def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[dict[str, Any]]:
+        island = self.m.island(cur, c.island)
         events: dict[str, list[dict[str, Any]]] = {}
         for e in fetch(cur, "job_events", cluster=c.id):
             events.setdefault(e["job"], []).append(
@@ -389,7 +396,7 @@ class Tenant:
                 "limit_price_per_gpu_hour": None if j.price(c) is None else usd(j.price(c) or 0),
                 "rate": usd(rate) if rate is not None and j.state == "running" else None,
                 "node_ids": placed.get(j.name, []),
-                "bid_too_low": j.bid_too_low,
+                "bid_too_low": _too_low(j, c, island),
                 "events": events.get(j.name, []),
             }
             for j in jobs
@@ -433,9 +440,15 @@ class Tenant:
             job = self._job(cur, c, name)
             if job.state != "finished":
                 now = self.m.now()
-                nodes = [n for n in self.m.cluster_nodes(cur, c.id) if n.job == name]
+                reserve = self.m.island(cur, c.island).reserve_price
+                nodes = [Node.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
                 for n in nodes:
                     n.job, n.idle_since, n.locked_price = None, now, job.price(c)
+                    if n.owed_until is not None:
+                        # a node out of service is owed a replacement only as long as it
+                        # would have stayed, idle, had it been in service
+                        ends = min(n.owed_until, n.idle_release_at(reserve))
+                        n.owed_until = ends if ends > now else None
                 self.m.write_nodes(cur, nodes)
                 run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
                 self._event(cur, job, "Finished", "the job finished; its nodes are idle", now)
@@ -475,28 +488,17 @@ class Tenant:
     def billing(
         self, cluster_id: str, start: int | None, end: int | None, granularity: str
     ) -> list[dict[str, Any]]:
-        width = GRANULARITIES[granularity]
-
         def read(cur: Cursor) -> list[dict[str, Any]]:
             c = self.m.cluster(cur, cluster_id)
-            rows = fetch(
-                cur,
-                "billing",
-                cluster=c.id,
-                width=width,
-                start=start if start is not None else -(2**62),
-                end=end if end is not None else 2**62,
-            )
-            return [
-                {
-                    "start": rfc3339(int(r["bucket"])),
-                    "end": rfc3339(int(r["bucket"]) + width),
-                    "gpu_hours": int(r["gpu_ms"]) / 3_600_000,
-                    "amount_usd": float(units_to_usd(int(r["units"]))),
-                    "amount_units": int(r["units"]),
-                    "kind": r["kind"],
-                }
-                for r in rows
-            ]
+            return billing_rows(cur, c.id, start, end, granularity)
 
         return self._read(read)
+
+
+def _too_low(job: Job, c: Cluster, island: Island) -> bool:
+    """A job's bid-too-low verdict as of now: the last tick's, cleared at once by a price that
+    meets the reserve (a raise needs no tick to be seen)."""
+    if job.state == "finished" or not job.bid_too_low:
+        return False
+    price = job.price(c)
+    return price is None or price < island.reserve_price

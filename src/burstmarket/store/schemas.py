@@ -30,6 +30,7 @@ NODES = pa.schema(
         _f("service", pa.string(), True),
         _f("owed_until", pa.int64(), True),
         _f("block", pa.string(), True),
+        _f("billed_until", pa.int64(), True),
     ]
 )
 
@@ -54,12 +55,14 @@ JOB_EVENTS = pa.schema(
     ]
 )
 
+TRANCHE = pa.struct([_f("nodes", pa.int32()), _f("since", pa.int64()), _f("seq", pa.int64())])
+
 DEMAND = pa.schema(
     [
         _f("id", pa.string()),
         _f("max_gpus", pa.int32()),
         _f("max_price", pa.int64(), True),
-        _f("demand_since", pa.int64()),
+        _f("demand", pa.list_(_f("item", TRANCHE))),
     ]
 )
 
@@ -68,6 +71,7 @@ CLUSTER_STATE = pa.schema(
         _f("id", pa.string()),
         _f("spend_window_start", pa.int64(), True),
         _f("pending_reason", pa.string(), True),
+        _f("bid_too_low", pa.bool_()),
     ]
 )
 
