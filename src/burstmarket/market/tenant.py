@@ -21,8 +21,15 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
-from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import Entry
+from burstmarket.market.guard import (
+    Budget,
+    grant_span,
+    outgrown,
+    outstanding,
+    window_open,
+    worst_case,
+)
+from burstmarket.market.ledger import COMMITMENT, Entry
 from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
 from burstmarket.market.report import billing_rows
 from burstmarket.market.service import Market
@@ -90,10 +97,11 @@ class Tenant:
         gpus: int,
         now: int,
         nodes: Callable[[], list[Node]],
+        raised: int = 0,
     ) -> None:
         """The write-time checks on demand that asks the market for more (docs/market.md
-        "Spend guard"); `nodes`
-        gives the cluster's holdings (read only when it has a spend limit)."""
+        "Spend guard"): `gpus` more at `price`, and `raised` more committed for the nodes the
+        cluster holds (`nodes`, read only when it has a spend limit)."""
         balance = self.m.balances.get(c.account, 0)
         if balance <= 0:
             raise BillingHold(
@@ -104,9 +112,22 @@ class Tenant:
                 balance_usd=float(units_to_usd(balance)),
             )
         self._check_bid(c, island, price)
-        if price is None or c.spend_limit is None:
+        if price is not None:
+            worst = worst_case(price, gpus, grant_span(c.kind))
+            self._check_spend(cur, c, island, worst + raised, now, nodes)
+
+    def _check_spend(
+        self,
+        cur: Cursor,
+        c: Cluster,
+        island: Island,
+        worst: int,
+        now: int,
+        nodes: Callable[[], list[Node]],
+    ) -> None:
+        """`worst` more committed must fit what is left of the cluster's spend limit."""
+        if c.spend_limit is None or not worst:
             return
-        worst = worst_case(price, gpus, grant_span(c.kind))
         budget = self._budget(cur, c, island.gpus_per_node, now, nodes())
         if not budget.fits(worst):
             raise SpendLimit(
@@ -228,32 +249,59 @@ class Tenant:
         declared = c.max_gpus // g
         now = self.m.now()
         growing = want > max(len(nodes), declared)
-        if growing:
-
-            def holdings() -> list[Node]:
-                hot.flush(cur)  # the spent figure reads the ledger: earlier jobs' rows first
-                return nodes
-
-            gpus = (want - len(nodes)) * g
-            self._check_new_demand(cur, c, island, max_price, gpus, now, holdings)
-        elif want > len(nodes):
-            self._check_bid(c, island, max_price)
         excess = len(nodes) - want
+        # scale-down: the nominated nodes first, then the newest grants
+        nominated = [held[r] for r in dict.fromkeys(release)]
+        rest = newest_first([n for n in nodes if n.id not in set(release)])
+        gone = (nominated + rest)[: max(0, excess)]
+        # a higher ceiling lifts the cap of the nodes kept: their commitments grow with it
+        kept = [n for n in nodes if n not in gone]
+        raised = outgrown(kept, max_price or 0, g, now)
+
+        def holdings() -> list[Node]:
+            hot.flush(cur)  # the spent figure reads the ledger: earlier jobs' rows first
+            return nodes
+
+        if growing:
+            gpus = (want - len(nodes)) * g
+            self._check_new_demand(cur, c, island, max_price, gpus, now, holdings, sum(raised))
+        else:
+            if want > len(nodes):
+                self._check_bid(c, island, max_price)
+            self._check_spend(cur, c, island, sum(raised), now, holdings)
         tick = self.m.lock.tick_in_flight(island.id)
-        if tick is not None and excess > 0:
-            return AfterTick(tick)
+        if tick is not None and (excess > 0 or any(raised)):
+            return AfterTick(tick)  # it changes nodes the tick in flight may write
         if want != declared:
             # growth dates only the added units; a lower declaration drops the youngest
             seq = self.m.next_seq() if want > declared else 0
             c.demand = resized(c.demand, want, now, seq)
         c.max_gpus, c.max_price = max_gpus, max_price
         hot.stage_demand(c)
-        if excess > 0:
-            nominated = [held[r] for r in dict.fromkeys(release)]
-            rest = newest_first([n for n in nodes if n.id not in set(release)])
-            gone = (nominated + rest)[:excess]
+        if any(raised):
+            assert max_price is not None
+            hot.stage_nodes(*self._recommit(c, kept, raised, max_price, now))
+        if gone:
             hot.stage_release(c, gone, self._release(c, island, gone, now))
         return self._vm_answer(c, island, nodes)
+
+    def _recommit(
+        self, c: Cluster, nodes: list[Node], raised: list[int], price: int, now: int
+    ) -> tuple[list[Node], list[Entry]]:
+        """Commit what a raised cap adds to held nodes; the nodes changed and the ledger row."""
+        grown = [n for n, extra in zip(nodes, raised, strict=True) if extra]
+        for n in grown:
+            n.commit_price = price
+        entry = Entry(
+            at=now,
+            account=c.account,
+            kind=COMMITMENT,
+            units=sum(raised),
+            cluster=c.id,
+            island=c.island,
+            gpus=0,
+        )
+        return grown, [entry]
 
     def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
         """Scale-down: the nodes go at once, billing stops at once; the ledger rows."""
@@ -282,10 +330,28 @@ class Tenant:
             self._check_bid(c, island, price)
             run(cur, "update_limit_price", id=c.id, limit_price=price)
             c.limit_price = price
-            for job in self._jobs(cur, c.id):
-                if job.limit_price is None:
-                    self._void_if_lowered(cur, c, job)
+            jobs = [job for job in self._jobs(cur, c.id) if job.limit_price is None]
+            self._recommit_jobs(cur, c, island, jobs, price)
+            for job in jobs:
+                self._void_if_lowered(cur, c, job)
         return self.k8s_bid(cluster_id)
+
+    def _recommit_jobs(
+        self, cur: Cursor, c: Cluster, island: Island, jobs: list[Job], price: int
+    ) -> None:
+        """The live limit caps a running job's nodes: raised to `price`, it commits what it adds
+        to their commitments, refused if that does not fit the spend limit."""
+        names = {job.name for job in jobs if job.state == "running"}
+        held = self.m.cluster_nodes(cur, c.id)
+        nodes = [n for n in held if n.job in names and n.block is None]
+        now = self.m.now()
+        raised = outgrown(nodes, price, island.gpus_per_node, now)
+        if not any(raised):
+            return
+        self._check_spend(cur, c, island, sum(raised), now, lambda: held)
+        grown, entries = self._recommit(c, nodes, raised, price, now)
+        self.m.write_ledger(cur, entries)
+        self.m.write_nodes(cur, grown)
 
     def _jobs(self, cur: Cursor, cluster_id: str) -> list[Job]:
         return [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=cluster_id)]
@@ -430,6 +496,9 @@ class Tenant:
                 priority_class=job.priority_class,
             )
             if set_price:
+                live = job.price(c)
+                if live is not None:
+                    self._recommit_jobs(cur, c, island, [job], live)
                 self._void_if_lowered(cur, c, job)
         return self.job(cluster_id, name)
 
