@@ -31,8 +31,9 @@ class Settings:
     operator_token: str | None = None
     """From BURSTMARKET_OPERATOR_TOKEN; without it the operator endpoints are closed."""
     clock_start: datetime | None = None
-    """Manual clock only: market time of an empty data dir (BURSTMARKET_CLOCK_START, RFC 3339);
-    tests use it to put the market just before midnight. Default: the wall clock at start."""
+    """Manual clock only: market time of a new data dir (BURSTMARKET_CLOCK_START, RFC 3339);
+    tests use it to put the market just before midnight. Default: the wall clock at start. A
+    data dir that holds market time resumes from it and ignores this (docs/market.md "Time")."""
 
     @property
     def database_path(self) -> Path:
