@@ -184,8 +184,9 @@ class _Tick:
         if self.unpriced:
             # the step-down lock is the lowest rate this tick clears at (its own nodes aside)
             lowest = clearing.stats.min
+            locked = self.r if lowest is None else max(self.r, lowest)
             for n in list(self.unpriced.values()):
-                self._lock_step_down(n, max(self.r, self.r if lowest is None else lowest))
+                self._lock_step_down(n, locked)
             self.unpriced.clear()
             clearing, units, demand = self._clear()
         self._apply(clearing, units, demand)
