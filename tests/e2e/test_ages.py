@@ -8,7 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Server
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    read_job,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 
 def _held(server: Server, auth: dict[str, str]) -> int:
@@ -80,12 +90,12 @@ def test_equal_since_goes_to_the_write_received_first(shared_server: Server) -> 
     k1 = make_cluster(server, "order-acct", "order-k", "k8s", "zz14")
     k2 = make_cluster(server, "order-acct", "order-k", "k8s", "aa14")
     for auth in (k1, k2):
-        ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=auth))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "b-job", "nodes": 1}, headers=k1), 201)
-    ok(server.client.post("/api/k8s/jobs", json={"name": "a-job", "nodes": 1}, headers=k2), 201)
+        set_bid(server, auth, 3)
+    submit_job(server, k1, "b-job", 1)
+    submit_job(server, k2, "a-job", 1)
     tick(server, island="order-k")
-    assert ok(server.client.get("/api/k8s/jobs/b-job", headers=k1))["state"] == "running"
-    assert ok(server.client.get("/api/k8s/jobs/a-job", headers=k2))["state"] == "pending"
+    assert read_job(server, k1, "b-job")["state"] == "running"
+    assert read_job(server, k2, "a-job")["state"] == "pending"
 
 
 def test_a_vm_raise_inside_the_window_lifts_the_cap_at_once(shared_server: Server) -> None:
@@ -114,12 +124,12 @@ def test_a_vm_raise_inside_the_window_lifts_the_cap_at_once(shared_server: Serve
     make_island(server, "raise-k", nodes=1, reserve=1.0)
     k = make_cluster(server, "raise-acct", "raise-k", "k8s", "raise-k")
     z = make_cluster(server, "raise-acct", "raise-k", "vm", "raise-z")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
     tick(server, island="raise-k")
     ok(declare(server, z, 8, 5))
     tick(server, island="raise-k")
-    assert ok(server.client.get("/api/k8s/jobs/train", headers=k))["rate"] == 2.0
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 4}, headers=k))
+    assert read_job(server, k, "train")["rate"] == 2.0
+    set_bid(server, k, 4)
     tick(server, island="raise-k")
-    assert ok(server.client.get("/api/k8s/jobs/train", headers=k))["rate"] == 4.0
+    assert read_job(server, k, "train")["rate"] == 4.0

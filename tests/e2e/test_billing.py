@@ -10,7 +10,17 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from tests.conftest import Server
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    read_job,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 LEDGER_UNITS_PER_USD = Decimal(3_600_000_000_000)
 
@@ -53,15 +63,15 @@ def test_a_minimum_hold_is_spread_over_the_buckets_it_covers(shared_server: Serv
     make_account(server, "hold-acct", balance=1000)
     k = make_cluster(server, "hold-acct", "hold", "k8s", "hold-k")
     vm = make_cluster(server, "hold-acct", "hold", "vm", "hold-vm")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "short", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 3)
+    submit_job(server, k, "short", 1)
     tick(server, island="hold")
     ok(declare(server, vm, 8, 9))
     tick(server, island="hold")
     patch = {"limit_price_per_gpu_hour": 2}  # under the gang's start price: the window goes
     ok(server.client.patch("/api/k8s/jobs/short", json=patch, headers=k))
     tick(server, island="hold")
-    assert ok(server.client.get("/api/k8s/jobs/short", headers=k))["state"] == "pending"
+    assert read_job(server, k, "short")["state"] == "pending"
     rows = _rows(server, k, "5m")
     per_tick = Decimal(8) * 5 / 60  # GPU-hours of one node over 5 minutes
     assert all(r["gpu_hours"] <= per_tick.quantize(Decimal("0.000001")) for r in rows)

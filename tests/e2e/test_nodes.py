@@ -10,7 +10,17 @@ from typing import Any
 import pytest
 
 from tests.conftest import Server
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    read_job,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 TICK_HOURS = 300 / 3600
 
@@ -183,20 +193,20 @@ def test_a_replacement_that_reclaims_a_node_is_billed_from_its_first_tick(
     make_account(server, "recl-acct", balance=1000)
     k = make_cluster(server, "recl-acct", "recl", "k8s", "recl-k")
     vm = make_cluster(server, "recl-acct", "recl", "vm", "recl-vm")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
     ok(declare(server, vm, 8, 5))
     tick(server, island="recl")
-    (lost,) = ok(server.client.get("/api/k8s/jobs/train", headers=k))["node_ids"]
+    (lost,) = read_job(server, k, "train")["node_ids"]
     tick(server, count=2, island="recl")
     _act(server, "recl", lost, "dark")
     billed_before = sum(r["gpu_hours"] for r in _billed(server, k))
     stats = tick(server, count=9, island="recl")  # the VM's window runs 12 ticks
     assert stats["gpus"] == 8  # the VM alone; kg is owed a replacement, nowhere to put it
-    assert ok(server.client.get("/api/k8s/jobs/train", headers=k))["node_ids"] == []
+    assert read_job(server, k, "train")["node_ids"] == []
 
     stats = tick(server, island="recl")  # one hour after the grant: the VM's window lapses
-    job = ok(server.client.get("/api/k8s/jobs/train", headers=k))
+    job = read_job(server, k, "train")
     (replacement,) = job["node_ids"]
     assert replacement != lost
     assert job["events"][-1]["type"] == "NodeReplaced"
@@ -219,12 +229,12 @@ def test_a_dark_idle_node_is_owed_a_replacement_only_until_its_grace_ends(
     k = make_cluster(server, "dkid-acct", "dkid", "k8s", "dkid-k")
     holder = make_cluster(server, "dkid-acct", "dkid", "vm", "dkid-holder")
     waiter = make_cluster(server, "dkid-acct", "dkid", "vm", "dkid-waiter")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
     ok(declare(server, holder, 8, 5))
     first = tick(server, island="dkid")
     ok(declare(server, waiter, 8, 3))
-    (node,) = ok(server.client.get("/api/k8s/jobs/train", headers=k))["node_ids"]
+    (node,) = read_job(server, k, "train")["node_ids"]
     tick(server, count=14, island="dkid")  # 70 minutes
     ok(server.client.delete("/api/k8s/jobs/train", headers=k))  # idle, grace to 75 minutes
     dark = _act(server, "dkid", node, "dark")
@@ -252,10 +262,10 @@ def test_an_uncordoned_node_competes_and_events_never_contradict_in_one_tick(
     make_account(server, "unc2-acct", balance=1000)
     k = make_cluster(server, "unc2-acct", "unc2", "k8s", "unc2-k")
     vm = make_cluster(server, "unc2-acct", "unc2", "vm", "unc2-vm")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "one", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 2)
+    submit_job(server, k, "one", 1)
     tick(server, island="unc2")
-    (node,) = ok(server.client.get("/api/k8s/jobs/one", headers=k))["node_ids"]
+    (node,) = read_job(server, k, "one")["node_ids"]
     _act(server, "unc2", node, "cordon")
     ok(declare(server, vm, 16, 9))
     tick(server, island="unc2")  # the replacement and the VM share the two other nodes
@@ -263,9 +273,9 @@ def test_an_uncordoned_node_competes_and_events_never_contradict_in_one_tick(
 
     back = _act(server, "unc2", node, "uncordon")
     assert (back["state"], back["cluster"], back["window_ends_at"]) == ("held", "unc2-k", None)
-    ok(server.client.post("/api/k8s/jobs", json={"name": "two", "nodes": 1}, headers=k), 201)
+    submit_job(server, k, "two", 1)
     tick(server, island="unc2")
-    two = ok(server.client.get("/api/k8s/jobs/two", headers=k))
+    two = read_job(server, k, "two")
     assert two["state"] == "pending"
     assert [e["type"] for e in two["events"]] == []
     assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 16

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Server, StartServer
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 
 def test_the_window_starts_at_the_first_spend_not_at_midnight(start_server: StartServer) -> None:
@@ -173,10 +182,10 @@ def test_a_kubernetes_raise_commits_what_it_adds_too(shared_server: Server) -> N
     make_account(server, "klift-acct", balance=10_000)
     k = make_cluster(server, "klift-acct", "klift", "k8s", "klift-k")
     ok(server.client.put("/api/spend-limit", json={"usd_per_day": 60}, headers=k))
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
     tick(server, island="klift")  # 2 x 8 x 2 h = 32 committed, 0.67 spent
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=k))
+    set_bid(server, k, 3)
     committed = ok(server.client.get("/api/spend-limit", headers=k))["committed_usd"]
     assert committed == pytest.approx(3 * 8 * 115 / 60, abs=1e-6)
     refused = server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 4}, headers=k)

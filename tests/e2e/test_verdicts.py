@@ -6,7 +6,17 @@ verdict at once, and every refusal the tick makes logs exactly one line
 from __future__ import annotations
 
 from tests.conftest import Server
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    read_job,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 
 def _lines(server: Server, code: str, cluster: str) -> list[str]:
@@ -24,14 +34,14 @@ def test_a_running_job_whose_limit_falls_under_the_reserve_gets_the_verdict(
     make_island(server, "vrun", nodes=1, reserve=1.0)
     make_account(server, "vrun-acct", balance=1000)
     k = make_cluster(server, "vrun-acct", "vrun", "k8s", "vrun-k")
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 5}, headers=k))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "train", "nodes": 1}, headers=k), 201)
+    set_bid(server, k, 5)
+    submit_job(server, k, "train", 1)
     tick(server, island="vrun")
-    assert ok(server.client.get("/api/k8s/jobs/train", headers=k))["state"] == "running"
+    assert read_job(server, k, "train")["state"] == "running"
 
     make_island(server, "vrun", nodes=1, reserve=6.0)
     tick(server, island="vrun")
-    job = ok(server.client.get("/api/k8s/jobs/train", headers=k))
+    job = read_job(server, k, "train")
     assert job["state"] == "running"  # inside its window: protected, at the lock
     assert job["bid_too_low"] is True
     assert job["events"][-1]["type"] == "BidTooLow"
@@ -41,9 +51,9 @@ def test_a_running_job_whose_limit_falls_under_the_reserve_gets_the_verdict(
     assert len(_lines(server, "bid-too-low", "vrun-k")) == 1  # once, when it starts
 
     # a valid raise is seen at once, by the cluster's read and the job's
-    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 7}, headers=k))
+    set_bid(server, k, 7)
     assert ok(server.client.get("/api/k8s/bid", headers=k))["bid_too_low"] is False
-    assert ok(server.client.get("/api/k8s/jobs/train", headers=k))["bid_too_low"] is False
+    assert read_job(server, k, "train")["bid_too_low"] is False
 
 
 def test_a_valid_bid_clears_a_pending_jobs_verdict_before_the_next_tick(
@@ -53,16 +63,16 @@ def test_a_valid_bid_clears_a_pending_jobs_verdict_before_the_next_tick(
     make_island(server, "vpend", nodes=1, reserve=1.0)
     make_account(server, "vpend-acct", balance=1000)
     k = make_cluster(server, "vpend-acct", "vpend", "k8s", "vpend-k")
-    ok(server.client.post("/api/k8s/jobs", json={"name": "wait", "nodes": 1}, headers=k), 201)
+    submit_job(server, k, "wait", 1)
     tick(server, island="vpend")  # no limit price: it bids nothing
-    assert ok(server.client.get("/api/k8s/jobs/wait", headers=k))["bid_too_low"] is True
+    assert read_job(server, k, "wait")["bid_too_low"] is True
     assert len(_lines(server, "bid-too-low", "vpend-k")) == 1
-    bid = ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 2}, headers=k))
+    bid = set_bid(server, k, 2)
     assert bid["bid_too_low"] is False
     assert ok(server.client.get("/api/k8s/bid", headers=k))["bid_too_low"] is False
-    assert ok(server.client.get("/api/k8s/jobs/wait", headers=k))["bid_too_low"] is False
+    assert read_job(server, k, "wait")["bid_too_low"] is False
     tick(server, island="vpend")
-    assert ok(server.client.get("/api/k8s/jobs/wait", headers=k))["state"] == "running"
+    assert read_job(server, k, "wait")["state"] == "running"
 
 
 def test_a_standing_vm_bid_overtaken_by_the_reserve_logs_one_line(shared_server: Server) -> None:
