@@ -250,12 +250,14 @@ class Tenant:
         now = self.m.now()
         growing = want > max(len(nodes), declared)
         excess = len(nodes) - want
-        # scale-down: the nominated nodes first, then the newest grants
-        nominated = [held[r] for r in dict.fromkeys(release)]
-        rest = newest_first([n for n in nodes if n.id not in set(release)])
-        gone = (nominated + rest)[: max(0, excess)]
+        gone: list[Node] = []
+        if excess > 0:  # scale-down: the nominated nodes first, then the newest grants
+            nominated = [held[r] for r in dict.fromkeys(release)]
+            rest = newest_first([n for n in nodes if n.id not in set(release)])
+            gone = (nominated + rest)[:excess]
         # a higher ceiling lifts the cap of the nodes kept: their commitments grow with it
-        kept = [n for n in nodes if n not in gone]
+        leaving = {n.id for n in gone}
+        kept = [n for n in nodes if n.id not in leaving]
         raised = outgrown(kept, max_price or 0, g, now)
 
         def holdings() -> list[Node]:
