@@ -19,6 +19,7 @@ from burstmarket.api.bodies import (
     Ticks,
     amount,
     decode,
+    node_spec,
     optional_price,
     price,
 )
@@ -85,7 +86,7 @@ def put_island(request: AnyRequest, services: Services, island_id: str, body: by
         data.gpus_per_node,
         data.nodes,
         optional_price("reserve_price", data.reserve_price),
-        data.node_spec if set_spec else None,
+        node_spec(data.node_spec) if set_spec else None,
         set_spec,
         data.base_load_cap,
     )

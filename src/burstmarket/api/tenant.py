@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -29,7 +28,7 @@ from burstmarket.api.bodies import (
 )
 from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
-from burstmarket.clock import from_datetime
+from burstmarket.clock import from_datetime, parse_time
 from burstmarket.errors import Invalid
 from burstmarket.market.tenant import GRANULARITIES
 
@@ -38,7 +37,9 @@ Json = dict[str, Any]
 
 
 def _me(request: AnyRequest, services: Services) -> str:
-    return cluster_of(request, services.market, services.settings.operator_token)
+    return cluster_of(
+        request, services.market, services.settings.operator_token, services.limits
+    )
 
 
 @get("/api/vm/capacity")
@@ -142,15 +143,7 @@ def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Jso
 
 
 def _time(field: str, value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise Invalid(field, "must be an RFC 3339 time", value=value) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return from_datetime(parsed)
+    return None if value is None else from_datetime(parse_time(field, value))
 
 
 @get("/api/billing")
