@@ -13,8 +13,9 @@ import json
 import re
 from typing import Any
 
-MAX_VALUE = 200
-"""Characters of one client value in a log line."""
+MAX_VALUE = 256
+"""Characters of one client value in a log line (an error's figures, cut to 200 characters and
+a mark by errors.echo, pass whole)."""
 MAX_LINE = 4096
 """Characters of one log line (a traceback's lines are counted apiece)."""
 

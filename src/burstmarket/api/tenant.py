@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 
 from burstmarket.api.auth import cluster_of
 from burstmarket.api.bodies import (
@@ -154,7 +154,7 @@ def get_billing(
     start: str | None = None,
     end: str | None = None,
     granularity: str = "1h",
-    output: str = Parameter(query="format", default="json"),
+    output: str = QueryParameter(name="format", default="json"),
 ) -> Response[Any]:
     me = _me(request, services)
     if granularity not in GRANULARITIES:
