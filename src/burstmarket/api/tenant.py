@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
@@ -28,6 +28,7 @@ from burstmarket.api.bodies import (
 )
 from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
+from burstmarket.apidoc import documented
 from burstmarket.clock import from_datetime, parse_time
 from burstmarket.errors import Invalid
 from burstmarket.market.tenant import GRANULARITIES
@@ -48,7 +49,7 @@ def get_capacity(request: AnyRequest, services: Services) -> Json:
     return services.tenant.vm_capacity(_me(request, services))
 
 
-@put("/api/vm/capacity")
+@put("/api/vm/capacity", operation_class=documented(Capacity))
 async def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
     data = decode(body, Capacity)
@@ -66,7 +67,7 @@ def get_bid(request: AnyRequest, services: Services) -> Json:
     return services.tenant.k8s_bid(_me(request, services))
 
 
-@put("/api/k8s/bid")
+@put("/api/k8s/bid", operation_class=documented(Bid))
 @threaded
 def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -76,7 +77,7 @@ def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
     )
 
 
-@post("/api/k8s/jobs", status_code=201)
+@post("/api/k8s/jobs", status_code=201, operation_class=documented(NewJob))
 @threaded
 def post_job(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -102,7 +103,7 @@ def get_job(request: AnyRequest, services: Services, job: str) -> Json:
     return services.tenant.job(_me(request, services), job)
 
 
-@patch("/api/k8s/jobs/{job:str}")
+@patch("/api/k8s/jobs/{job:str}", operation_class=documented(JobPatch))
 @threaded
 def patch_job(request: AnyRequest, services: Services, job: str, body: bytes) -> Json:
     me = _me(request, services)
@@ -133,7 +134,7 @@ def get_spend_limit(request: AnyRequest, services: Services) -> Json:
     return services.tenant.spend_limit(_me(request, services))
 
 
-@put("/api/spend-limit")
+@put("/api/spend-limit", operation_class=documented(SpendLimitBody))
 @threaded
 def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -154,7 +155,7 @@ def get_billing(
     start: str | None = None,
     end: str | None = None,
     granularity: str = "1h",
-    output: str = QueryParameter(name="format", default="json"),
+    output: Annotated[str, QueryParameter(name="format")] = "json",
 ) -> Response[Any]:
     me = _me(request, services)
     if granularity not in GRANULARITIES:

@@ -18,6 +18,7 @@ import msgspec
 from litestar import Request, Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 
+from burstmarket.apidoc import documented
 from burstmarket.errors import Invalid, MarketError, NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
@@ -303,8 +304,12 @@ class Feed:
             return row.response(cut)
 
         params = "`island` (required)" + (f", `{trim.param}`" if trim else "")
+        query: dict[str, dict[str, Any]] = {"island": {"type": "string"}}
+        if trim is not None:
+            query[trim.param] = {"type": "integer", "minimum": 0}
         return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
-                   description=f"{spec.description} Query: {params}.")(handler)
+                   description=f"{spec.description} Query: {params}.",
+                   operation_class=documented(query=query, required=("island",)))(handler)
 
     def _series_handler(self) -> BaseRouteHandler:
         history = self._settings.data_dir / "history"
@@ -323,10 +328,20 @@ class Feed:
             body = await asyncio.to_thread(run)
             return Response(body, media_type=series.FORMATS[query.format])
 
+        time = {"type": "string", "format": "date-time"}
+        query: dict[str, dict[str, Any]] = {
+            "island": {"type": "string"},
+            "interval": {"enum": list(series.INTERVALS)},
+            "start": time,
+            "end": time,
+            "limit": {"type": "integer", "minimum": 1, "maximum": series.MAX_LIMIT},
+            "format": {"enum": list(series.FORMATS)},
+        }
         return get("/api/market/series", name="market-series", summary="Candles",
                    description="Candles of the per-tick vwap. Query: `island`, "
                    "`interval` (1m|5m|1h|1d), `start`, `end`, `limit`, `format` "
-                   "(json|csv|arrow).")(handler)
+                   "(json|csv|arrow).",
+                   operation_class=documented(query=query, required=("island",)))(handler)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
         body = self._asyncapi
