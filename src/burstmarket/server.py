@@ -72,4 +72,5 @@ def serve(settings: Settings) -> None:
         # frame, built once, to every subscriber; no per-subscriber compression.
         ws=FeedWebSocketProtocol,
         ws_per_message_deflate=False,
+        ws_max_size=settings.max_body_bytes,  # a client's frame, like a request body
     )
