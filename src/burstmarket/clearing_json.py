@@ -1,5 +1,5 @@
 """The JSON face of the engine: `burstmarket clear` input parsed into domain values, and a
-clearing rendered in API.md's shapes (also what the service publishes for stats and ladder)."""
+clearing rendered in docs/api.md's shapes (also what the service publishes for stats and ladder)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def render_stats(stats: Stats) -> dict[str, Any]:
 
 
 def render_clearing(clearing: Clearing) -> dict[str, Any]:
-    """API.md `burstmarket clear` output; payments in USD per hour, rates per GPU-hour."""
+    """docs/api.md `burstmarket clear` output; payments in USD per hour, rates per GPU-hour."""
     return {
         "winners": list(clearing.winners),
         "clusters": {

@@ -30,6 +30,7 @@ from burstmarket.errors import MarketError
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
 from burstmarket.feed.wire import FeedWebSocketProtocol
+from burstmarket.market.refusals import refusal_line
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
@@ -150,7 +151,7 @@ def free_port() -> int:
 
 def render_error(request: Request[Any, Any, Any], exc: MarketError) -> Response[Any]:
     """The contract's error rendering (the service's app has the one real handler)."""
-    logging.getLogger("burstmarket.api").warning(exc.log_line())
+    logging.getLogger("burstmarket.api").warning(refusal_line(exc))
     return Response(exc.body(), status_code=exc.status)
 
 

@@ -20,7 +20,7 @@ _encoder = msgspec.json.Encoder()
 
 
 def rfc3339(value: datetime) -> str:
-    """UTC, `Z`-suffixed (API.md: times are RFC 3339 UTC strings)."""
+    """UTC, `Z`-suffixed (docs/api.md: times are RFC 3339 UTC strings)."""
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 

@@ -12,13 +12,14 @@ import csv
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pyarrow as pa
 
+from burstmarket.clock import parse_time
 from burstmarket.errors import Invalid
 from burstmarket.feed.messages import display, rfc3339
 from burstmarket.history.layout import floor_time, parts_between
@@ -84,15 +85,8 @@ def _integer(params: Mapping[str, str], name: str, default: int, low: int, high:
 
 
 def _time(params: Mapping[str, str], name: str) -> datetime | None:
-    """An RFC 3339 time; without an offset it is read as UTC."""
     raw = params.get(name)
-    if raw is None:
-        return None
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        raise Invalid(name, "must be an RFC 3339 time", value=raw) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return None if raw is None else parse_time(name, raw)
 
 
 def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds: float) -> Any:

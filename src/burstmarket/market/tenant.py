@@ -40,6 +40,8 @@ from burstmarket.store.schemas import JOB_EVENTS
 
 T = TypeVar("T")
 
+MAX_LIVE_JOBS = 1000
+"""Jobs a Kubernetes cluster may have pending or running at once (docs/api.md, limits)."""
 JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
@@ -404,6 +406,14 @@ class Tenant:
                 )
             if fetch_one(cur, "job", cluster=c.id, name=name) is not None:
                 raise Conflict(f"job {name!r} already exists", cluster=c.id, job=name)
+            live = fetch_one(cur, "cluster_live_jobs", cluster=c.id)
+            if live is not None and live["jobs"] >= MAX_LIVE_JOBS:
+                raise Invalid(
+                    "jobs",
+                    f"the cluster has {MAX_LIVE_JOBS} jobs not finished; finish one first",
+                    cluster=c.id,
+                    limit=MAX_LIVE_JOBS,
+                )
             effective = price if price is not None else c.limit_price
             now = self.m.now()
             gpus = nodes * island.gpus_per_node

@@ -22,6 +22,7 @@ import httpx
 from burstmarket.api.app import create_app
 from burstmarket.client import OperatorClient
 from burstmarket.history import HistoryExporter
+from burstmarket.server import LogFormat
 from burstmarket.settings import Settings
 from burstmarket.simulation.pace import Driven, run
 from burstmarket.simulation.world import World
@@ -90,7 +91,7 @@ def export_history(settings: Settings) -> None:
 def _log_to(path: Path) -> None:
     """The service's log lines (refusals, exports) go to a file, not over the progress bar."""
     handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(LogFormat())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 
 from burstmarket.errors import MarketError
+from burstmarket.store.faults import store_fault
 
 if TYPE_CHECKING:
     from burstmarket.store.database import Database
@@ -144,6 +145,11 @@ class GroupWriter:
                 if batch is not None:
                     for hook in batch._failed:
                         hook()
+                if (fault := store_fault(exc)) is not None:
+                    # the disk, not a job: every job is answered 503, logged where it is answered
+                    for job in jobs:
+                        job.future.set_exception(fault)
+                    return True
                 if not alone:
                     log.warning(
                         "group commit of %d jobs failed (%r); running them one by one",
