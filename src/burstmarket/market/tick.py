@@ -26,6 +26,7 @@ from burstmarket.auction import Clearing, IslandInput, Protected, Unit, clear
 from burstmarket.clock import NS_PER_MS
 from burstmarket.errors import BillingHold, SpendLimit
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
+from burstmarket.market.ladder import LadderRung, published_ladder
 from burstmarket.market.ledger import BASE_LOAD, CHARGE, COMMITMENT, HOLD, RELEASE, Entry, amount
 from burstmarket.market.model import (
     BASE_LOAD_GRACE_NS,
@@ -79,6 +80,8 @@ class TickInput:
 @dataclass(slots=True)
 class TickOutput:
     clearing: Clearing
+    ladder: tuple[LadderRung, ...]
+    """The published ladder: the engine's rungs, then those windows hold (market/ladder.py)."""
     nodes: list[Node]
     jobs: list[Job]
     clusters: list[Cluster]
@@ -157,22 +160,23 @@ class _Tick:
         self._place_on_blocks()
         self._place_on_idle()
         units, protected, demand = self._demand()
-        clearing = clear(
-            IslandInput(
-                nodes=self._contestable(demand),
-                gpus_per_node=self.g,
-                reserve_price=self.r,
-                units=tuple(units),
-                protected=tuple(protected),
-            )
+        auction = IslandInput(
+            nodes=self._contestable(demand),
+            gpus_per_node=self.g,
+            reserve_price=self.r,
+            units=tuple(units),
+            protected=tuple(protected),
         )
+        clearing = clear(auction)
         self._apply(clearing, units, demand)
         self._charge(clearing)
         for b in self._live_blocks():
             self._bill_block(b, min(self.t + self.inp.interval_ns, b.ends_at))
         self._job_verdicts()
         self._set_reasons()
-        return self._output(clearing)
+        held = [n for n in self.inp.nodes if n.id in self.protected_ids]
+        ladder = published_ladder(auction, clearing, held, self.clusters, self.jobs)
+        return self._output(clearing, ladder)
 
     # --- housekeeping ---------------------------------------------------------------------
 
@@ -862,7 +866,7 @@ class _Tick:
         self.events.append(JobEvent(job.cluster, job.name, self.t, kind, detail))
         self.changed_jobs[(job.cluster, job.name)] = job
 
-    def _output(self, clearing: Clearing) -> TickOutput:
+    def _output(self, clearing: Clearing, ladder: tuple[LadderRung, ...]) -> TickOutput:
         allocations = []
         pending = 0
         for c in self._sorted_clusters():
@@ -882,6 +886,7 @@ class _Tick:
         verdicts += sorted(self.refused.items())
         return TickOutput(
             clearing=clearing,
+            ladder=ladder,
             nodes=sorted(self.changed_nodes.values(), key=lambda n: n.idx),
             jobs=list(self.changed_jobs.values()),
             clusters=list(self.changed_clusters.values()),
