@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from burstmarket.store import Database
 from burstmarket.sqlfiles import sql
+from burstmarket.store import Database
 from burstmarket.store.database import MIGRATIONS
 
 CONTRACT = {

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import msgspec
 from litestar import Litestar, MediaType, Response, get
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -20,6 +21,7 @@ from burstmarket.api.errors import HANDLERS
 from burstmarket.api.services import Services
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed import build_feed
+from burstmarket.history import dictionary
 from burstmarket.market.operator import Operator
 from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
@@ -35,6 +37,15 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 async def dashboard() -> Response[bytes]:
     """The live dashboard (public, like the market data it shows)."""
     return Response((STATIC / "index.html").read_bytes(), media_type=MediaType.HTML)
+
+
+HISTORY_DICTIONARY = msgspec.json.encode(dictionary.as_json())
+
+
+@get("/schema/history.json", include_in_schema=False)
+async def history_dictionary() -> Response[bytes]:
+    """Every Parquet history table and column, beside the feed's AsyncAPI document."""
+    return Response(HISTORY_DICTIONARY, media_type=MediaType.JSON)
 
 
 def _clock(settings: Settings) -> Clock:
@@ -74,7 +85,7 @@ def create_app(settings: Settings) -> Litestar:
             db.close()
 
     handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
-    handlers += [dashboard, create_static_files_router("/static", [STATIC])]
+    handlers += [dashboard, history_dictionary, create_static_files_router("/static", [STATIC])]
     handlers += feed.route_handlers
     return Litestar(
         route_handlers=handlers,

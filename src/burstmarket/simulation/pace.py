@@ -76,10 +76,12 @@ class Driven:
 async def run(world: World | None, pace: Pace, duration: timedelta | None = None) -> datetime:
     """Step the world once per tick for `duration` of market time (forever if None); the
     market time at the end. Without a world only the pace runs (a faster clock, no tenants)."""
+    if world is not None:
+        await world.setup()  # islands and clusters first, so the first tick is every island's
     now = await pace.first()
     until = None if duration is None else now + duration
     if world is not None:
-        await world.setup(now)
+        await world.start(now)
     while until is None or now < until:
         if world is not None:
             await world.step(now, pace.interval)

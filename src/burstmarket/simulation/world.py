@@ -2,8 +2,9 @@
 
 `World.setup` makes sure the islands, accounts and clusters exist (the operator's endpoints),
 remembering each cluster's token in `<data dir>/simulation.json` so a restart on the same data
-dir picks up the same tenants. `World.step` is one tick of market time: the operator changes a
-reserve now and then and tops up accounts, then every tenant acts.
+dir picks up the same tenants; `World.start` starts the tenants at the first tick's time.
+`World.step` is one tick of market time: the operator changes a reserve now and then and tops
+up accounts, then every tenant acts.
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ class World:
         self.rng = random.Random(seed + 1)  # noqa: S311 (a simulation, not a secret)
         self.plans: list[IslandPlan] = []
         self.tenants: list[Tenant] = []
+        self._created: list[tuple[TenantSpec, str]] = []
+        """What `setup` made sure exists: each tenant and its cluster token."""
         self._next_top_up: datetime | None = None
 
-    async def setup(self, now: datetime) -> None:
-        """Create what is missing (islands, accounts, clusters) and start every tenant."""
+    async def setup(self) -> None:
+        """Create what is missing: islands, accounts, clusters."""
         existing = {i["id"]: i for i in await self.operator.islands()}
         for plan in ISLANDS:
             found = existing.get(plan.id)
@@ -83,8 +86,12 @@ class World:
             if spec.name not in tokens:
                 tokens[spec.name] = await self._create(spec)
                 self._save_tokens(tokens)
-        for spec in specs:
-            client = TenantClient(self.base_url, tokens[spec.name], http=self.http)
+        self._created = [(spec, tokens[spec.name]) for spec in specs]
+
+    async def start(self, now: datetime) -> None:
+        """Start every tenant (set up first)."""
+        for spec, token in self._created:
+            client = TenantClient(self.base_url, token, http=self.http)
             rng = random.Random(f"{self.seed}:{spec.name}")  # noqa: S311 (not a secret)
             tenant = make_tenant(spec, client, rng, self.reconsider)
             await tenant.start(now)
