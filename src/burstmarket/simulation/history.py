@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from burstmarket.api.app import create_app
-from burstmarket.client import OperatorClient
+from burstmarket.client import OperatorClient, TickReport
 from burstmarket.history import HistoryExporter
 from burstmarket.settings import Settings
 from burstmarket.simulation.pace import Driven, run
@@ -48,7 +47,7 @@ def ticks_for(options: SimulateOptions) -> int:
 
 
 async def simulate(
-    options: SimulateOptions, on_tick: Callable[[dict[str, Any]], None] | None = None
+    options: SimulateOptions, on_tick: Callable[[TickReport], None] | None = None
 ) -> datetime:
     """Run the simulation; the market time its history is complete up to (the end of the last
     tick's interval)."""

@@ -13,9 +13,9 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from burstmarket.client import OperatorClient
+from burstmarket.client import OperatorClient, TickReport
 from burstmarket.simulation.world import World
 
 
@@ -49,7 +49,7 @@ class Driven:
         operator: OperatorClient,
         tick_seconds: float,
         period: float,
-        on_tick: Callable[[dict[str, Any]], None] | None = None,
+        on_tick: Callable[[TickReport], None] | None = None,
     ) -> None:
         self.interval = timedelta(seconds=tick_seconds)
         self.operator = operator
@@ -70,7 +70,7 @@ class Driven:
         stats = await self.operator.ticks(1)
         if self.on_tick is not None:
             self.on_tick(stats)
-        return datetime.fromisoformat(stats["time"])
+        return stats.time
 
 
 async def run(world: World | None, pace: Pace, duration: timedelta | None = None) -> datetime:
