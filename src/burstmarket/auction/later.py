@@ -46,6 +46,8 @@ class LaterRung:
 
 def later_rungs(island: IslandInput, releases: Sequence[Release]) -> tuple[LaterRung, ...]:
     """Rungs S + 1 … S + every released node, in order; releases may come in any order."""
+    if not releases:
+        return ()
     g, reserve = island.gpus_per_node, island.reserve_price
     ordered = sorted(releases, key=lambda release: release.at)
     supply = island.nodes
