@@ -178,7 +178,10 @@ def simulate_history(
     with Progress(*columns) as progress:
         task = progress.add_task("ticks", total=ticks_for(options), time="")
         reached = asyncio.run(
-            simulate(options, lambda stats: progress.update(task, advance=1, time=stats["time"]))
+            simulate(
+                options,
+                lambda stats: progress.update(task, advance=1, time=stats.time.isoformat()),
+            )
         )
     typer.echo(f"simulated up to {reached.isoformat()}; history in {out / 'history'}")
 

@@ -93,8 +93,9 @@ class MarketDB:
         cur = self.con.cursor()
         cur.execute("BEGIN TRANSACTION")
         cur.execute(
-            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve)],
+            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve),
+             Decimal(TICK.total_seconds())],
         )
         for name, (held, _) in holdings.items():
             amount = (rates[name] * held * Decimal(TICK.total_seconds()) / 3600).quantize(SIX)
@@ -108,7 +109,7 @@ class MarketDB:
             "price": pa.array(prices, pa.decimal128(18, 6)),
         })
         cur.execute(
-            "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price FROM rungs_table",
+            "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
             [island, tick, when, gpus_per_node],
         )
         cur.execute("COMMIT")
@@ -119,7 +120,8 @@ class MarketDB:
             "pending_gpus": pending, "reserve_price": float(Decimal(reserve)),
         }
         rungs = [
-            {"nodes": n, "gpus": n * gpus_per_node, "price_per_gpu_hour": float(p)}
+            {"nodes": n, "gpus": n * gpus_per_node, "price_per_gpu_hour": float(p),
+             "contestable_at": None, "reason": None}
             for n, p in enumerate(prices, start=1)
         ]
         return TickCommitted(
@@ -135,7 +137,7 @@ def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None
         """
         INSERT INTO ticks
         SELECT $island, t, $start + (t - 1) * INTERVAL 10 SECOND, $vwap, $vwap, $vwap, 8, 1, 0,
-               1.5
+               1.5, 10
         FROM range($first, $stop) AS r(t)
         """,
         {"island": island, "start": START, "vwap": Decimal(vwap), "first": ticks.start,

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import msgspec
 from litestar import Litestar, MediaType, Response, get
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -22,6 +23,7 @@ from burstmarket.api.services import Services
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.errors import NotFound
 from burstmarket.feed import build_feed
+from burstmarket.history import dictionary
 from burstmarket.market.operator import Operator
 from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
@@ -54,6 +56,15 @@ async def static_file(name: str) -> Response[bytes]:
         raise NotFound("no such static file", path=name)
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return Response(path.read_bytes(), media_type=media_type)
+
+
+HISTORY_DICTIONARY = msgspec.json.encode(dictionary.as_json())
+
+
+@get("/schema/history.json", include_in_schema=False)
+async def history_dictionary() -> Response[bytes]:
+    """Every Parquet history table and column, beside the feed's AsyncAPI document."""
+    return Response(HISTORY_DICTIONARY, media_type=MediaType.JSON)
 
 
 def _clock(settings: Settings) -> Clock:
@@ -93,7 +104,7 @@ def create_app(settings: Settings) -> Litestar:
             db.close()
 
     handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
-    handlers += [dashboard, static_file]
+    handlers += [dashboard, static_file, history_dictionary]
     handlers += feed.route_handlers
     return Litestar(
         route_handlers=handlers,

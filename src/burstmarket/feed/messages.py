@@ -25,9 +25,12 @@ def rfc3339(value: datetime) -> str:
 
 
 def display(value: Any) -> Any:
-    """Store values at the JSON edge: Decimals become floats (≤ 6 decimals), recursively."""
+    """Store values at the JSON edge, recursively: Decimals become floats (≤ 6 decimals), times
+    RFC 3339 strings."""
     if isinstance(value, Decimal):
         return float(value)
+    if isinstance(value, datetime):
+        return rfc3339(value)
     if isinstance(value, list):
         return [display(item) for item in value]
     if isinstance(value, dict):

@@ -12,7 +12,7 @@ import csv
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,14 @@ FORMATS = {
 }
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
-COLUMNS = ("start", "open", "high", "low", "close", "vwap", "min", "max", "gpu_hours", "ticks")
-_EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus FROM ticks WHERE false)"
+COLUMNS = ("start", "open", "high", "low", "close", "vwap", "min", "max", "gpu_hours", "ticks",
+           "closed")
+_EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus, tick_seconds FROM ticks WHERE false)"
+_HISTORY = (
+    # by name, with a typed empty relation: parts written before `tick_seconds` read NULL there
+    "(SELECT NULL::DECIMAL(12, 3) AS tick_seconds WHERE false) UNION ALL BY NAME "
+    "(SELECT * FROM read_parquet($history_files, hive_partitioning = false, union_by_name = true))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,8 @@ class SeriesQuery:
     end: datetime
     limit: int
     format: str
+    open_bucket: datetime
+    """The bucket the latest tick is in: its candle is still open."""
 
     @classmethod
     def parse(cls, params: Mapping[str, str], island: str, latest: datetime) -> SeriesQuery:
@@ -68,7 +76,7 @@ class SeriesQuery:
         start = _time(params, "start") or end - width * limit
         if start >= end:
             raise Invalid("start", "must be before end", start=rfc3339(start), end=rfc3339(end))
-        return cls(island, width, start, end, limit, fmt)
+        return cls(island, width, start, end, limit, fmt, floor_time(latest, width))
 
 
 def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -90,13 +98,16 @@ def _time(params: Mapping[str, str], name: str) -> datetime | None:
 
 
 def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds: float) -> Any:
-    """The candles as an Arrow table (blocking: run it in a worker thread)."""
+    """The candles as an Arrow table (blocking: run it in a worker thread). `tick_seconds`, the
+    configured interval, counts the ticks of history parts written before ticks recorded theirs."""
     files = [str(part.path) for part in
              parts_between(history, "ticks", query.island, query.start, query.end)]
-    source = "read_parquet($history_files, hive_partitioning = false)" if files else _EMPTY_HISTORY
+    source = f"({_HISTORY})" if files else _EMPTY_HISTORY
     params: dict[str, Any] = {
         "island": query.island, "start": query.start, "end": query.end, "width": query.width,
         "limit": query.limit, "tick_seconds": tick_seconds,
+        # naive UTC, as the SQL buckets are
+        "open_bucket": query.open_bucket.astimezone(UTC).replace(tzinfo=None),
     }
     if files:
         params["history_files"] = files

@@ -20,10 +20,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from burstmarket.clearing_json import render_ladder, render_stats
+from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetime
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
@@ -437,6 +438,7 @@ class Market:
                     "clusters": stats.clusters,
                     "pending_gpus": out.pending_gpus,
                     "reserve_price": micros_to_decimal(inp.island.reserve_price),
+                    "tick_seconds": Decimal(inp.interval_ns // NS_PER_MS).scaleb(-3),
                 }
             ],
         )
@@ -482,8 +484,9 @@ class Market:
                     "nodes": rung.nodes,
                     "gpus": rung.gpus,
                     "price": micros_to_decimal(rung.price),
+                    "contestable_at": _time(rung.contestable_at),
                 }
-                for rung in out.clearing.ladder
+                for rung in out.ladder
             ],
         )
         write_batch(
@@ -516,9 +519,13 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "tick": tick,
             "time": time,
             "reserve_price": reserve,
-            "rungs": render_ladder(out.clearing.ladder),
+            "rungs": render_published_ladder(out.ladder),
         },
     )
+
+
+def _time(ns: int | None) -> datetime | None:
+    return None if ns is None else to_datetime(ns)
 
 
 def _dec(micros: int | None) -> Decimal | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from burstmarket.auction import Clearing, IslandInput, Protected, Unit, clear
 from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
+from burstmarket.market.ladder import LadderRung, published_ladder
 from burstmarket.market.ledger import (
     BASE_LOAD,
     CHARGE,
@@ -93,6 +94,8 @@ class TickInput:
 @dataclass(slots=True)
 class TickOutput:
     clearing: Clearing
+    ladder: tuple[LadderRung, ...]
+    """The published ladder: the engine's rungs, then those windows hold (market/ladder.py)."""
     nodes: list[Node]
     jobs: list[Job]
     clusters: list[Cluster]
@@ -180,7 +183,7 @@ class _Tick:
         self._deliver_owed()
         self._place_on_blocks()
         self._place_on_idle()
-        clearing, units, demand = self._clear()
+        auction, clearing, units, demand = self._clear()
         if self.unpriced:
             # the step-down lock is the lowest rate this tick clears at (its own nodes aside)
             lowest = clearing.stats.min
@@ -188,7 +191,7 @@ class _Tick:
             for n in list(self.unpriced.values()):
                 self._lock_step_down(n, locked)
             self.unpriced.clear()
-            clearing, units, demand = self._clear()
+            auction, clearing, units, demand = self._clear()
         self._apply(clearing, units, demand)
         self._provisioned()
         self._charge(clearing)
@@ -197,20 +200,20 @@ class _Tick:
         self._job_verdicts()
         low = self._bid_verdicts(clearing)
         self._set_reasons()
-        return self._output(clearing, low)
+        held = [n for n in self.inp.nodes if n.id in self.protected_ids]
+        ladder = published_ladder(auction, clearing, held, self.clusters, self.jobs)
+        return self._output(clearing, low, ladder)
 
-    def _clear(self) -> tuple[Clearing, list[Unit], dict[str, _Demand]]:
+    def _clear(self) -> tuple[IslandInput, Clearing, list[Unit], dict[str, _Demand]]:
         units, protected, demand = self._demand()
-        clearing = clear(
-            IslandInput(
-                nodes=self._contestable(demand),
-                gpus_per_node=self.g,
-                reserve_price=self.r,
-                units=tuple(units),
-                protected=tuple(protected),
-            )
+        auction = IslandInput(
+            nodes=self._contestable(demand),
+            gpus_per_node=self.g,
+            reserve_price=self.r,
+            units=tuple(units),
+            protected=tuple(protected),
         )
-        return clearing, units, demand
+        return auction, clear(auction), units, demand
 
     def _bill_held_time(self) -> None:
         """Bill what the clusters held since their billing stopped, up to this tick: from the
@@ -1021,7 +1024,9 @@ class _Tick:
         self.events.append(JobEvent(job.cluster, job.name, self.t, kind, detail))
         self.changed_jobs[(job.cluster, job.name)] = job
 
-    def _output(self, clearing: Clearing, low: set[str]) -> TickOutput:
+    def _output(
+        self, clearing: Clearing, low: set[str], ladder: tuple[LadderRung, ...]
+    ) -> TickOutput:
         allocations = []
         pending = 0
         for c in self._sorted_clusters():
@@ -1041,6 +1046,7 @@ class _Tick:
         verdicts += sorted(self.refused.items())
         return TickOutput(
             clearing=clearing,
+            ladder=ladder,
             nodes=sorted(self.changed_nodes.values(), key=lambda n: n.idx),
             jobs=list(self.changed_jobs.values()),
             clusters=list(self.changed_clusters.values()),

@@ -7,6 +7,7 @@ import pyarrow as pa
 USD = pa.decimal128(18, 6)
 UNITS = pa.decimal128(38, 0)  # ledger units, cast to HUGEINT on insert
 TIME = pa.timestamp("us", tz="UTC")
+SECONDS = pa.decimal128(12, 3)  # a duration of market time, exact to the ms
 
 
 def _f(name: str, kind: pa.DataType, nullable: bool = False) -> pa.Field:
@@ -105,6 +106,7 @@ TICKS = pa.schema(
         _f("clusters", pa.int32()),
         _f("pending_gpus", pa.int32()),
         _f("reserve_price", USD),
+        _f("tick_seconds", SECONDS),
     ]
 )
 
@@ -139,6 +141,7 @@ LADDER = pa.schema(
         _f("nodes", pa.int32()),
         _f("gpus", pa.int32()),
         _f("price", USD),
+        _f("contestable_at", TIME, True),
     ]
 )
 
