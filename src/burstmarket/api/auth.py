@@ -13,7 +13,7 @@ from litestar import Request
 
 from burstmarket.api.ratelimit import RateLimits
 from burstmarket.errors import Forbidden, Unauthorized
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
 
 AnyRequest = Request[Any, Any, Any]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from burstmarket.api.ratelimit import RateLimits
 from burstmarket.clock import Clock
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.settings import Settings
 

@@ -1,9 +1,14 @@
-"""Named SQL in, Arrow out; Arrow batches in, one INSERT/UPDATE each (no per-row statements)."""
+"""The one way to DuckDB: named SQL in (`sql/<name>.sql`), rows or Arrow out; Arrow batches in.
+
+Every module that reads or writes the store goes through these, on a cursor the store gave it:
+`Database.read()` (a reader's own), `Database.snapshot()` (a tick's pinned read), `Database.write()`
+or a group-commit `Batch` (the writer). Batches are written through `store/table.py`.
+"""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -18,13 +23,6 @@ Cursor = duckdb.DuckDBPyConnection
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
-def fetch_arrow(cur: Cursor, name: str, /, **params: Any) -> list[dict[str, Any]]:
-    """Rows of `sql/<name>.sql`, read as one Arrow table (the tick's bulk demand reads)."""
-    table: pa.Table = cur.execute(sql(name), params).to_arrow_table()
-    rows: list[dict[str, Any]] = table.to_pylist()
-    return rows
-
-
 def fetch(cur: Cursor, name: str, /, **params: Any) -> list[dict[str, Any]]:
     """Rows of `sql/<name>.sql` as dicts; point reads skip Arrow (measured 35% faster)."""
     result = cur.execute(sql(name), params)
@@ -37,19 +35,39 @@ def fetch_one(cur: Cursor, name: str, /, **params: Any) -> dict[str, Any] | None
     return rows[0] if rows else None
 
 
+def fetch_tuples(cur: Cursor, name: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Rows of `sql/<name>.sql` as tuples, in the statement's column order."""
+    return cur.execute(sql(name), params).fetchall()
+
+
+def fetch_arrow(cur: Cursor, name: str, /, **params: Any) -> pa.Table:
+    """The result of `sql/<name>.sql` as one Arrow table (the tick's bulk reads)."""
+    table: pa.Table = cur.execute(sql(name), params).to_arrow_table()
+    return table
+
+
+def query_arrow(
+    cur: Cursor, name: str, params: Mapping[str, Any], parts: Mapping[str, str] | None = None
+) -> pa.Table:
+    """The result of `sql/<name>.sql` as Arrow through the relation API, which hands DuckDB's
+    result over without a row-by-row copy (the series' large reads). `parts` fills the
+    statement's `{placeholder}`s with SQL text the caller built (never with client input)."""
+    text = sql(name)
+    for placeholder, part in (parts or {}).items():
+        text = text.replace(f"{{{placeholder}}}", part)
+    table: pa.Table = cur.sql(text, params=dict(params)).to_arrow_table()
+    return table
+
+
 def run(cur: Cursor, name: str, /, **params: Any) -> None:
+    """Run `sql/<name>.sql` for its effect (a write, or a COPY to Parquet)."""
     cur.execute(sql(name), params)
 
 
-def write_batch(
-    cur: Cursor, name: str, schema: pa.Schema, rows: Sequence[Mapping[str, Any]]
-) -> None:
-    """Run `sql/<name>.sql` over `rows` as the Arrow table `batch`.
-
-    The statement finds `batch` by DuckDB's replacement scan of this frame's variables: a
-    register/unregister pair costs two catalog changes, about 1 ms a batch (measured), which
-    doubled the cost of a small group commit."""
-    if not rows:
-        return
-    batch = pa.Table.from_pylist(list(rows), schema=schema)  # noqa: F841 (read by the SQL)
-    cur.execute(sql(name))
+def write_batch(cur: Cursor, statement: str, batch_name: str, batch: pa.Table) -> None:
+    """Run `statement` with `batch` registered as the table `batch_name` for its duration."""
+    cur.register(batch_name, batch)
+    try:
+        cur.execute(statement)
+    finally:
+        cur.unregister(batch_name)
