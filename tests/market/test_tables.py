@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -26,6 +28,7 @@ from burstmarket.market.tables import (
     NODES,
     TABLES,
     TICKS,
+    TickRow,
 )
 from burstmarket.settings import IslandSpec, Settings
 from burstmarket.store import Database, TableDriftError
@@ -150,3 +153,22 @@ def test_a_batch_is_read_only_by_its_registered_name(tmp_path: Path) -> None:
         with pytest.raises(duckdb.CatalogException, match="batch"):
             cur.execute("SELECT * FROM batch")
     db.close()
+
+
+def test_a_failing_batch_raises_its_own_error_and_leaves_the_store_writable(db: Database) -> None:
+    """The statement's error is the one raised (a full disk must read as one, not as the
+    aborted transaction's refusal of what follows); the rollback undoes the registration."""
+    row = TickRow(
+        "i", 1, datetime(2025, 1, 1, tzinfo=UTC), None, None, None, 0, 0, 0, Decimal(1), Decimal(10)
+    )
+    with db.write() as cur:
+        TICKS.insert(cur, [row])
+    with pytest.raises(duckdb.ConstraintException), db.write() as cur:
+        TICKS.insert(cur, [replace(row, gpus=8)])  # the same (island, tick) again
+    with db.write() as cur:
+        TICKS.insert(cur, [replace(row, tick=2)])
+    with db.read() as cur:
+        assert cur.execute("SELECT tick, gpus FROM ticks ORDER BY tick").fetchall() == [
+            (1, 0),
+            (2, 0),
+        ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 import duckdb
@@ -65,9 +66,16 @@ def run(cur: Cursor, name: str, /, **params: Any) -> None:
 
 
 def write_batch(cur: Cursor, statement: str, batch_name: str, batch: pa.Table) -> None:
-    """Run `statement` with `batch` registered as the table `batch_name` for its duration."""
+    """Run `statement` with `batch` registered as the table `batch_name` for its duration.
+
+    A statement that fails has aborted its transaction, which refuses even the unregister:
+    the error raised is the statement's (a full disk must read as one), and the transaction's
+    rollback drops the registration with everything else."""
     cur.register(batch_name, batch)
     try:
         cur.execute(statement)
-    finally:
-        cur.unregister(batch_name)
+    except BaseException:
+        with suppress(duckdb.Error):
+            cur.unregister(batch_name)
+        raise
+    cur.unregister(batch_name)
