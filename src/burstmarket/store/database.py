@@ -53,8 +53,9 @@ class StoreOpenError(Exception):
     """The store's file cannot be opened: one line for the operator, naming the directory."""
 
 
-class TableDriftError(Exception):
-    """The store's tables are not the ones defined (store/table.py): every difference, named."""
+class TableDriftError(StoreOpenError):
+    """The store's tables are not the ones defined (store/table.py): every difference, named,
+    in the one line `serve` prints before it stops."""
 
 
 def _open(path: Path) -> duckdb.DuckDBPyConnection:
