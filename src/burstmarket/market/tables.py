@@ -42,7 +42,7 @@ TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
 
 def _own(name: str, kind: SqlType) -> Column:
     """A column of the store's own: written and read by named SQL, never by the row type."""
-    return Column(name, kind, field=None)
+    return Column(name, kind, unmapped=True)
 
 
 # --- the market's state -------------------------------------------------------------------

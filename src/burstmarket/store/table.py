@@ -7,9 +7,9 @@ From a `Table` come the three things that used to be spelled out by hand, table 
 - the row mapping, both ways: dataclass rows to an Arrow batch written by one INSERT or UPDATE
   made from the definition, and store rows (a DB-API dict, an Arrow table) to dataclass rows.
 
-A column maps to the row type's field of the same name unless it names another (`field=`); a
-column with `field=None` is the store's own (a token hash, a creation time): never read into
-the row type nor written from it. A table without a row type is read and written by named SQL
+A column maps to the row type's field of the same name unless it names another (`field=`); an
+`unmapped` column is the store's own (a token hash, a creation time): never read into the row
+type nor written from it. A table without a row type is read and written by named SQL
 only.
 """
 
@@ -59,18 +59,16 @@ def struct_list(**members: SqlType) -> SqlType:
     return SqlType(f"STRUCT({sql})[]", pa.list_(pa.field("item", item, nullable=False)))
 
 
-OWN_NAME: Final = "="
-"""`Column.field` by default: the row type's field of the column's own name."""
-
-
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str
     type: SqlType
     null: bool = False
     """The column allows NULL (as the store has it; a batch's Arrow field follows it)."""
-    field: str | None = OWN_NAME
-    """The row type's field it maps to (default: the column's name); None: the store's own."""
+    field: str | None = None
+    """The row type's field it maps to, when that is not the column's own name."""
+    unmapped: bool = False
+    """The store's own column (a token hash, a creation time): no field of the row type."""
 
 
 class Table(Generic[R]):
@@ -88,9 +86,7 @@ class Table(Generic[R]):
         self.row = row
         self.columns = tuple(columns)
         self.key = tuple(key)
-        by_field = {
-            (c.name if c.field == OWN_NAME else c.field): c for c in columns if c.field is not None
-        }
+        by_field = {c.field or c.name: c for c in columns if not c.unmapped}
         names = [] if row is None else [f.name for f in fields(row)]
         if sorted(by_field) != sorted(names):
             raise ValueError(f"table {name}: columns map {sorted(by_field)}, the row has {names}")
