@@ -16,7 +16,7 @@ from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.nodes import NodeActions
 from burstmarket.market.state import add_nodes, create_island, read_island
-from burstmarket.market.tables import ISLANDS, LEDGER
+from burstmarket.market.tables import ISLAND_TERMS, ISLANDS, LEDGER
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -233,16 +233,7 @@ class Operator:
                     f"must not exceed the island's {island.nodes} nodes",
                     base_load_cap=island.base_load_cap,
                 )
-            run(
-                cur,
-                "update_island",
-                id=island.id,
-                gpus_per_node=island.gpus_per_node,
-                nodes=island.nodes,
-                reserve_price=island.reserve_price,
-                node_spec=island.node_spec,
-                base_load_cap=island.base_load_cap,
-            )
+            ISLANDS.update(cur, [island], ISLAND_TERMS)
 
 
 def _island_view(island: Island) -> dict[str, Any]:

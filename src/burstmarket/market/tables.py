@@ -61,6 +61,8 @@ ISLANDS: Final = Table(
     ],
     key=["id"],
 )
+ISLAND_TERMS: Final = ("gpus_per_node", "nodes", "reserve_price", "node_spec", "base_load_cap")
+"""What the operator may change of an island."""
 
 ACCOUNTS: Final[Table[Any]] = Table(
     "accounts", None, [_own("name", VARCHAR), _own("created_at", BIGINT)]
