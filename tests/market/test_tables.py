@@ -137,7 +137,7 @@ def test_a_batch_schema_is_non_nullable_where_the_column_is_not_null() -> None:
 
 def test_a_batch_is_read_only_by_its_registered_name(tmp_path: Path) -> None:
     """The store turns DuckDB's replacement scan off: a whole market (an island, a tick) writes
-    every batch by the name it registers, and leaves no registration behind."""
+    every batch by the name it registers, and a batch is there only for its own statement."""
     settings = Settings(
         clock="manual", data_dir=tmp_path, first_island=IslandSpec("solo", 8, 2, 1_000_000, None)
     )
@@ -147,20 +147,23 @@ def test_a_batch_is_read_only_by_its_registered_name(tmp_path: Path) -> None:
     with db.read() as cur:
         assert cur.execute("SELECT count(*) FROM nodes WHERE island = 'solo'").fetchone() == (2,)
         assert cur.execute("SELECT count(*) FROM ticks").fetchone() == (1,)
-        views = cur.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
-        assert views == []
         batch = pa.table({"x": [1]})  # noqa: F841 - a scan by variable name must not find it
         with pytest.raises(duckdb.CatalogException, match="batch"):
             cur.execute("SELECT * FROM batch")
+    with pytest.raises(duckdb.InvalidInputException, match="new_ticks"), db.write() as cur:
+        cur.execute("SELECT * FROM new_ticks")  # registered with the writer, empty after use
+    market.tick("solo")  # and the next write registers it again, the failure rolled it back
     db.close()
 
 
 def test_a_failing_batch_raises_its_own_error_and_leaves_the_store_writable(db: Database) -> None:
-    """The statement's error is the one raised (a full disk must read as one, not as the
-    aborted transaction's refusal of what follows); the rollback undoes the registration."""
+    """The statement's error is the one raised (a full disk must read as one); the batch's
+    first registration rolled back with it, the next write of the table registers again."""
     row = TickRow(
         "i", 1, datetime(2025, 1, 1, tzinfo=UTC), None, None, None, 0, 0, 0, Decimal(1), Decimal(10)
     )
+    with pytest.raises(duckdb.ConstraintException), db.write() as cur:
+        TICKS.insert(cur, [row, replace(row, gpus=8)])  # the same (island, tick) twice
     with db.write() as cur:
         TICKS.insert(cur, [row])
     with pytest.raises(duckdb.ConstraintException), db.write() as cur:
@@ -168,7 +171,5 @@ def test_a_failing_batch_raises_its_own_error_and_leaves_the_store_writable(db: 
     with db.write() as cur:
         TICKS.insert(cur, [replace(row, tick=2)])
     with db.read() as cur:
-        assert cur.execute("SELECT tick, gpus FROM ticks ORDER BY tick").fetchall() == [
-            (1, 0),
-            (2, 0),
-        ]
+        found = cur.execute("SELECT tick, gpus FROM ticks ORDER BY tick").fetchall()
+    assert found == [(1, 0), (2, 0)]

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from burstmarket.sqlfiles import sql
-from burstmarket.store.rows import Cursor, fetch_tuples
+from burstmarket.store.rows import Cursor, fetch_tuples, forget_batches
 from burstmarket.store.table import Table
 from burstmarket.store.writer import Batch, GroupWriter
 
@@ -129,6 +129,7 @@ class Database:
                 # after a failed COMMIT (a full disk) DuckDB has rolled back already
                 with suppress(duckdb.TransactionException):
                     cur.execute("ROLLBACK")
+                forget_batches(cur)
                 raise
             finally:
                 self.epoch += 1
