@@ -3,7 +3,7 @@ term, fixed rate, one live block per cluster, within the island's reservable cap
 
 A block starts at once; the ticks deliver its nodes (free ones first, then taken from the
 market), place the cluster's jobs on it, bill it in 5-minute steps, step it down at the end of
-its term and cancel it after 24 h of a balance at or below zero (see market/tick.py).
+its term and cancel it after 24 h of a balance at or below zero (see market/tick/).
 """
 
 from __future__ import annotations
