@@ -71,6 +71,9 @@ def renew_commitments(s: TickState) -> None:
             )
             job = s.job_on(n)
             if job is not None:
+                # its gang goes back to pending; nodes out of their window go with it, this one
+                # included (its commitment ended, so its window has too)
                 s.preempt(job, "spend limit: the next hour does not fit")
-            s.release(n)
+            if n.cluster is not None:
+                s.release(n)
             budget, renewed = s.budget(c), 0  # the gang gave back what it had committed
