@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import msgspec
 from litestar.openapi import OpenAPIConfig, ResponseSpec
@@ -36,6 +36,7 @@ from litestar.openapi.spec import (
     Schema,
     SecurityScheme,
 )
+from litestar.params import QueryParameter
 from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
 BEARER = "BearerToken"
 SECURITY: list[dict[str, list[str]]] = [{BEARER: []}]
 """A router's `security`: its routes take `Authorization: Bearer <token>`."""
+
+TimeQuery = Annotated[str | None, QueryParameter(description="RFC 3339; no offset means UTC",
+                                                 schema_extra={"format": "date-time"})]
+"""A time a client may send in the query (`start`, `end`): checked by clock.parse_time."""
 
 DOCS_UI = "/static/docs-ui"
 """Where app.py serves the vendored Swagger UI (src/burstmarket/static/docs-ui/)."""

@@ -21,7 +21,7 @@ from burstmarket.api.auth import Tokens, me
 from burstmarket.api.bodies import amount, optional_price, price
 from burstmarket.api.dependencies import Deps, Me
 from burstmarket.api.threads import threaded
-from burstmarket.apidoc import SECURITY, documented, refusals
+from burstmarket.apidoc import SECURITY, TimeQuery, documented, refusals
 from burstmarket.clock import from_datetime, parse_time
 from burstmarket.contract import (
     BidChange,
@@ -54,8 +54,6 @@ SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
 """What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
 `forbidden`), its rate, the store."""
 WITH_BODY = (*SIGNED, Invalid, TooLarge)
-TimeQuery = Annotated[str | None, QueryParameter(description="RFC 3339; no offset means UTC",
-                                                 schema_extra={"format": "date-time"})]
 
 
 @get("/vm/capacity", responses=refusals(*SIGNED))

@@ -19,7 +19,7 @@ from litestar import Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 from litestar.params import QueryParameter
 
-from burstmarket.apidoc import documented, refusals
+from burstmarket.apidoc import TimeQuery, documented, refusals
 from burstmarket.contract import Candle
 from burstmarket.errors import Invalid, MarketError, NotFound, StoreUnavailable
 from burstmarket.events import TickCommitted
@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 
 _JSON = "application/json"
 IslandQuery = Annotated[str, QueryParameter(description="the island's id (required)")]
-TimeQuery = Annotated[str | None, QueryParameter(description="RFC 3339; no offset means UTC",
-                                                 schema_extra={"format": "date-time"})]
 
 
 class FeedSettings(Protocol):
