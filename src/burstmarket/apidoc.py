@@ -46,6 +46,8 @@ from burstmarket.errors import MarketError
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
 
+MARKET_DATA = "market data (public)"
+"""The tag of the public, read-only endpoints."""
 BEARER = "BearerToken"
 SECURITY: list[dict[str, list[str]]] = [{BEARER: []}]
 """A router's `security`: its routes take `Authorization: Bearer <token>`."""

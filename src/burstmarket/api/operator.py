@@ -16,7 +16,7 @@ from burstmarket.api.auth import Tokens
 from burstmarket.api.bodies import amount, node_spec, optional_price, price
 from burstmarket.api.dependencies import Deps
 from burstmarket.api.threads import threaded
-from burstmarket.apidoc import SECURITY, refusals
+from burstmarket.apidoc import MARKET_DATA, SECURITY, refusals
 from burstmarket.clock import ManualClock
 from burstmarket.contract import (
     MAX_TICKS,
@@ -50,7 +50,7 @@ SIGNED = (Unauthorized, Forbidden, StoreUnavailable)
 WITH_BODY = (*SIGNED, Invalid, TooLarge)
 
 
-@get("/api/islands", responses=refusals(StoreUnavailable))
+@get("/api/islands", responses=refusals(StoreUnavailable), tags=[MARKET_DATA])
 @threaded
 def get_islands(deps: Deps) -> list[IslandView]:
     """Every island (public, like the market data)."""
@@ -199,5 +199,6 @@ def admin_router(tokens: Tokens) -> Router:
             post_ticks,
         ],
         guards=[tokens.operator],
+        tags=["operator (operator token)"],
         security=SECURITY,
     )

@@ -216,6 +216,7 @@ def router(tokens: Tokens) -> Router:
             get_billing,
         ],
         guards=[tokens.cluster],
+        tags=["tenant (cluster token)"],
         dependencies={"me": Provide(me, sync_to_thread=False)},
         security=SECURITY,
     )

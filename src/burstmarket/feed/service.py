@@ -19,7 +19,7 @@ from litestar import Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 from litestar.params import QueryParameter
 
-from burstmarket.apidoc import TimeQuery, documented, refusals
+from burstmarket.apidoc import MARKET_DATA, TimeQuery, documented, refusals
 from burstmarket.contract import Candle
 from burstmarket.errors import Invalid, MarketError, NotFound, StoreUnavailable
 from burstmarket.events import TickCommitted
@@ -311,6 +311,7 @@ class Feed:
                 description=f"keep the first n of `{trim.field}`")]
         return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
                    description=spec.description, responses=refusals(Invalid, NotFound),
+                   tags=[MARKET_DATA],
                    operation_class=documented(answer=_answer(spec)),
                    )(handler if trim is None else trimmed)
 
@@ -343,7 +344,7 @@ class Feed:
         }
         return get("/api/market/series", name="market-series", summary="Candles",
                    description="Candles of the per-tick vwap.",
-                   responses=refusals(Invalid, NotFound, StoreUnavailable),
+                   responses=refusals(Invalid, NotFound, StoreUnavailable), tags=[MARKET_DATA],
                    operation_class=documented(also=also))(handler)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
