@@ -108,7 +108,7 @@ def create_app(settings: Settings) -> Litestar:
             db.close()
 
     handlers: list[ControllerRouterHandler] = [
-        tenant.router(tokens),
+        tenant.router(tokens, deps.tenant),
         operator.admin_router(tokens),
         operator.get_islands,
         dashboard,

@@ -1,4 +1,6 @@
-"""What every route handler is given, as the dependency `deps`: the market and its faces."""
+"""What the route handlers are given: `deps`, the market and its faces; a tenant handler
+instead gets `me`, the cluster it acts for with the market's tenant face (one dependency per
+handler: litestar resolves two at once in a task group of their own, on every request)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,14 @@ class Dependencies:
     """Serializes manual ticks: each request's ticks run back to back."""
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    cluster: str
+    """The cluster whose token the tenant router's guard accepted (api/auth.py)."""
+    tenant: Tenant
+
+
 Deps = NamedDependency[Dependencies]
 """A handler's parameter `deps: Deps`."""
-Me = NamedDependency[str]
-"""A tenant handler's parameter `me: Me`: its cluster's id (api/auth.py)."""
+Me = NamedDependency[Caller]
+"""A tenant handler's parameter `me: Me`."""

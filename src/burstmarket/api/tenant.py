@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Response, Router, delete, get, patch, post, put
+from litestar import Request, Response, Router, delete, get, patch, post, put
 from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from burstmarket.api.auth import Tokens, me
+from burstmarket.api.auth import Tokens
 from burstmarket.api.bodies import amount, optional_price, price
-from burstmarket.api.dependencies import Deps, Me
+from burstmarket.api.dependencies import Caller, Me
 from burstmarket.api.threads import threaded
 from burstmarket.apidoc import SECURITY, TimeQuery, documented, refusals
 from burstmarket.clock import from_datetime, parse_time
@@ -49,6 +49,7 @@ from burstmarket.errors import (
     TooLarge,
     Unauthorized,
 )
+from burstmarket.market.tenant import Tenant
 
 SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
 """What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
@@ -58,20 +59,20 @@ WITH_BODY = (*SIGNED, Invalid, TooLarge)
 
 @get("/vm/capacity", responses=refusals(*SIGNED))
 @threaded
-def get_capacity(deps: Deps, me: Me) -> CapacityView:
+def get_capacity(me: Me) -> CapacityView:
     """The VM cluster's declaration and what it holds."""
-    return deps.tenant.vm_capacity(me)
+    return me.tenant.vm_capacity(me.cluster)
 
 
 @put(
     "/vm/capacity",
     responses=refusals(*WITH_BODY, OffGrid, BidTooLow, SpendLimit, BillingHold),
 )
-async def put_capacity(deps: Deps, me: Me, data: JSONBody[CapacityDeclaration]) -> CapacityView:
+async def put_capacity(me: Me, data: JSONBody[CapacityDeclaration]) -> CapacityView:
     """Declare how many GPUs at most, at what price at most; answered once durable. Lowering
     `max_gpus` always works."""
-    return await deps.tenant.declare_vm(
-        me,
+    return await me.tenant.declare_vm(
+        me.cluster,
         data.max_gpus,
         optional_price("max_price_per_gpu_hour", data.max_price_per_gpu_hour),
         data.release,
@@ -80,17 +81,17 @@ async def put_capacity(deps: Deps, me: Me, data: JSONBody[CapacityDeclaration]) 
 
 @get("/k8s/bid", responses=refusals(*SIGNED))
 @threaded
-def get_bid(deps: Deps, me: Me) -> BidView:
+def get_bid(me: Me) -> BidView:
     """The Kubernetes cluster's limit price."""
-    return deps.tenant.k8s_bid(me)
+    return me.tenant.k8s_bid(me.cluster)
 
 
 @put("/k8s/bid", responses=refusals(*WITH_BODY, BidTooLow, SpendLimit))
 @threaded
-def put_bid(deps: Deps, me: Me, data: JSONBody[BidChange]) -> BidView:
+def put_bid(me: Me, data: JSONBody[BidChange]) -> BidView:
     """Set the limit price of the cluster's jobs that have none of their own."""
-    return deps.tenant.set_k8s_bid(
-        me, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
+    return me.tenant.set_k8s_bid(
+        me.cluster, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
     )
 
 
@@ -100,10 +101,10 @@ def put_bid(deps: Deps, me: Me, data: JSONBody[BidChange]) -> BidView:
     responses=refusals(*WITH_BODY, Conflict, BidTooLow, SpendLimit, BillingHold),
 )
 @threaded
-def post_job(deps: Deps, me: Me, data: JSONBody[NewJob]) -> JobView:
+def post_job(me: Me, data: JSONBody[NewJob]) -> JobView:
     """A job of whole nodes, placed as one gang."""
-    return deps.tenant.create_job(
-        me,
+    return me.tenant.create_job(
+        me.cluster,
         data.name,
         data.nodes,
         data.priority_class,
@@ -113,14 +114,14 @@ def post_job(deps: Deps, me: Me, data: JSONBody[NewJob]) -> JobView:
 
 @get("/k8s/jobs", responses=refusals(*SIGNED))
 @threaded
-def get_jobs(deps: Deps, me: Me) -> list[JobView]:
-    return deps.tenant.jobs(me)
+def get_jobs(me: Me) -> list[JobView]:
+    return me.tenant.jobs(me.cluster)
 
 
 @get("/k8s/jobs/{job:str}", responses=refusals(*SIGNED, NotFound))
 @threaded
-def get_job(deps: Deps, me: Me, job: FromPath[str]) -> JobView:
-    return deps.tenant.job(me, job)
+def get_job(me: Me, job: FromPath[str]) -> JobView:
+    return me.tenant.job(me.cluster, job)
 
 
 @patch(
@@ -128,12 +129,12 @@ def get_job(deps: Deps, me: Me, job: FromPath[str]) -> JobView:
     responses=refusals(*WITH_BODY, NotFound, Conflict, BidTooLow, SpendLimit),
 )
 @threaded
-def patch_job(deps: Deps, me: Me, job: FromPath[str], data: JSONBody[JobChange]) -> JobView:
+def patch_job(me: Me, job: FromPath[str], data: JSONBody[JobChange]) -> JobView:
     """Change a job's limit price or priority class (a field left out is kept)."""
     new_price = data.limit_price_per_gpu_hour
     new_class = data.priority_class
-    return deps.tenant.patch_job(
-        me,
+    return me.tenant.patch_job(
+        me.cluster,
         job,
         None
         if new_price is msgspec.UNSET
@@ -146,23 +147,23 @@ def patch_job(deps: Deps, me: Me, job: FromPath[str], data: JSONBody[JobChange])
 
 @delete("/k8s/jobs/{job:str}", status_code=200, responses=refusals(*SIGNED, NotFound))
 @threaded
-def delete_job(deps: Deps, me: Me, job: FromPath[str]) -> JobView:
+def delete_job(me: Me, job: FromPath[str]) -> JobView:
     """The job finished: its nodes stay with the cluster, idle."""
-    return deps.tenant.finish_job(me, job)
+    return me.tenant.finish_job(me.cluster, job)
 
 
 @get("/spend-limit", responses=refusals(*SIGNED))
 @threaded
-def get_spend_limit(deps: Deps, me: Me) -> SpendLimitView:
-    return deps.tenant.spend_limit(me)
+def get_spend_limit(me: Me) -> SpendLimitView:
+    return me.tenant.spend_limit(me.cluster)
 
 
 @put("/spend-limit", responses=refusals(*WITH_BODY))
 @threaded
-def put_spend_limit(deps: Deps, me: Me, data: JSONBody[SpendLimitChange]) -> SpendLimitView:
+def put_spend_limit(me: Me, data: JSONBody[SpendLimitChange]) -> SpendLimitView:
     """Set the cluster's dollar limit per day (null removes it)."""
     limit = None if data.usd_per_day is None else amount("usd_per_day", data.usd_per_day)
-    return deps.tenant.set_spend_limit(me, limit)
+    return me.tenant.set_spend_limit(me.cluster, limit)
 
 
 def _time(field: str, value: str | None) -> int | None:
@@ -179,7 +180,6 @@ CSV_COLUMNS = ["start", "end", "gpu_hours", "amount_usd", "kind"]
 )
 @threaded
 def get_billing(
-    deps: Deps,
     me: Me,
     start: TimeQuery = None,
     end: TimeQuery = None,
@@ -187,7 +187,7 @@ def get_billing(
     output: Annotated[Literal["json", "csv"], QueryParameter(name="format")] = "json",
 ) -> Response[list[BillingRow]]:
     """The cluster's bill per time bucket, computed in SQL over the ledger."""
-    rows = deps.tenant.billing(me, _time("start", start), _time("end", end), granularity)
+    rows = me.tenant.billing(me.cluster, _time("start", start), _time("end", end), granularity)
     if output == "json":
         return Response(rows)
     buffer = io.StringIO()
@@ -197,8 +197,12 @@ def get_billing(
     return Response(buffer.getvalue(), media_type="text/csv")  # type: ignore[arg-type]
 
 
-def router(tokens: Tokens) -> Router:
-    """Every tenant endpoint under `/api`, behind the cluster-token guard."""
+def router(tokens: Tokens, tenant: Tenant) -> Router:
+    """Every tenant endpoint under `/api`, behind the cluster-token guard, each handed `me`."""
+
+    def me(request: Request[Any, Any, Any]) -> Caller:
+        return Caller(request.state.cluster, tenant)
+
     return Router(
         "/api",
         route_handlers=[
