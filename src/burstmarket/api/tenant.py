@@ -1,9 +1,9 @@
 """Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, spend limit, billing.
 
-One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed its
-cluster's id as `me`. Handlers are sync and run in a worker thread: every one of them touches
-DuckDB. Except the hot path, `PUT /api/vm/capacity`: it stays on the event loop and awaits the
-store's group commit.
+One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed `me`,
+its cluster and the market's tenant face. Handlers are sync and run in a worker thread: every
+one of them touches DuckDB. Except the hot path, `PUT /api/vm/capacity`: it stays on the event
+loop and awaits the store's group commit.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from burstmarket.errors import (
     TooLarge,
     Unauthorized,
 )
+from burstmarket.market.report import Granularity
 from burstmarket.market.tenant import Tenant
 
 SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
@@ -183,7 +184,7 @@ def get_billing(
     me: Me,
     start: TimeQuery = None,
     end: TimeQuery = None,
-    granularity: Annotated[Literal["5m", "1h", "1d"], QueryParameter()] = "1h",
+    granularity: Annotated[Granularity, QueryParameter()] = "1h",
     output: Annotated[Literal["json", "csv"], QueryParameter(name="format")] = "json",
 ) -> Response[list[BillingRow]]:
     """The cluster's bill per time bucket, computed in SQL over the ledger."""

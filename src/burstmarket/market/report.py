@@ -8,18 +8,22 @@ the total, itself rounded half away from zero.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Literal, cast, get_args
 
 from burstmarket.clock import NS_PER_MS, to_datetime
 from burstmarket.contract import BillingKind, BillingRow
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
 from burstmarket.store.rows import Cursor, fetch
 
-GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
+Granularity = Literal["5m", "1h", "1d"]
+GRANULARITIES: dict[Granularity, int] = {
+    "5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000,
+}
+assert tuple(GRANULARITIES) == get_args(Granularity)
 
 
 def billing_rows(
-    cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: str
+    cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: Granularity
 ) -> list[BillingRow]:
     width = GRANULARITIES[granularity]
     # market times are whole milliseconds: so are the bounds a report is cut at

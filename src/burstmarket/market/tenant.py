@@ -41,7 +41,7 @@ from burstmarket.market.guard import (
 )
 from burstmarket.market.ledger import COMMITMENT, Entry
 from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
-from burstmarket.market.report import billing_rows
+from burstmarket.market.report import Granularity, billing_rows
 from burstmarket.market.service import Market
 from burstmarket.money import maybe_usd, units_to_usd, usd
 from burstmarket.store import Batch
@@ -577,7 +577,7 @@ class Tenant:
     # --- billing --------------------------------------------------------------------------
 
     def billing(
-        self, cluster_id: str, start: int | None, end: int | None, granularity: str
+        self, cluster_id: str, start: int | None, end: int | None, granularity: Granularity
     ) -> list[BillingRow]:
         def read(cur: Cursor) -> list[BillingRow]:
             c = self.m.cluster(cur, cluster_id)
