@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any
+from typing import Any, cast
 
+from burstmarket.contract import AccountView, ClusterCreated, IslandView, Kind
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.ledger import DEPOSIT, Entry
@@ -35,7 +36,7 @@ class Operator:
 
     # --- accounts -------------------------------------------------------------------------
 
-    def create_account(self, name: str, balance: int) -> dict[str, Any]:
+    def create_account(self, name: str, balance: int) -> AccountView:
         _name("name", name)
         with self.m.lock:
             with self.m.db.write() as cur:
@@ -48,7 +49,7 @@ class Operator:
             self.m.after_commit(entries)
         return self.account(name)
 
-    def credit(self, name: str, amount: int) -> dict[str, Any]:
+    def credit(self, name: str, amount: int) -> AccountView:
         """Add (or, negative, correct) credit: a new ledger row, never an edit."""
         if amount == 0:
             raise Invalid("amount_usd", "must not be 0")
@@ -72,7 +73,7 @@ class Operator:
         if fetch_one(cur, "account", name=name) is None:
             raise NotFound(f"no account {name!r}", account=name)
 
-    def account(self, name: str) -> dict[str, Any]:
+    def account(self, name: str) -> AccountView:
         cur = self.m.db.cursor()
         try:
             self._account(cur, name)
@@ -80,16 +81,16 @@ class Operator:
         finally:
             cur.close()
         balance = self.m.balances.get(name, 0)
-        return {
-            "name": name,
-            "balance_usd": float(units_to_usd(balance)),
-            "billing_hold": balance <= 0,
-            "clusters": clusters,
-        }
+        return AccountView(
+            name=name,
+            balance_usd=float(units_to_usd(balance)),
+            billing_hold=balance <= 0,
+            clusters=clusters,
+        )
 
     # --- clusters -------------------------------------------------------------------------
 
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> dict[str, Any]:
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreated:
         _name("name", name)
         if kind not in KINDS:
             raise Invalid("kind", "must be 'vm' or 'k8s'")
@@ -111,11 +112,13 @@ class Operator:
             )
         self.m.add_token(name, token)
         # the token is shown here, once; only its hash is stored
-        return {"id": name, "token": token, "account": account, "island": island, "kind": kind}
+        return ClusterCreated(
+            id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
+        )
 
     # --- islands --------------------------------------------------------------------------
 
-    def islands(self) -> list[dict[str, Any]]:
+    def islands(self) -> list[IslandView]:
         cur = self.m.db.cursor()
         try:
             return [_island_view(Island.from_row(r)) for r in fetch(cur, "islands")]
@@ -131,7 +134,7 @@ class Operator:
         node_spec: Any,
         set_spec: bool,
         base_load_cap: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> IslandView:
         _name("id", island_id)
         for field, value in (("gpus_per_node", gpus_per_node), ("nodes", nodes)):
             if value is not None and not 1 <= value <= 100_000:
@@ -237,12 +240,12 @@ class Operator:
             )
 
 
-def _island_view(island: Island) -> dict[str, Any]:
-    return {
-        "id": island.id,
-        "gpus_per_node": island.gpus_per_node,
-        "nodes": island.nodes,
-        "reserve_price": usd(island.reserve_price),
-        "node_spec": None if island.node_spec is None else json.loads(island.node_spec),
-        "base_load_cap": island.base_load_cap,
-    }
+def _island_view(island: Island) -> IslandView:
+    return IslandView(
+        id=island.id,
+        gpus_per_node=island.gpus_per_node,
+        nodes=island.nodes,
+        reserve_price=usd(island.reserve_price),
+        node_spec=None if island.node_spec is None else json.loads(island.node_spec),
+        base_load_cap=island.base_load_cap,
+    )
