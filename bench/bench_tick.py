@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from burstmarket.auction import Clearing, IslandInput  # noqa: E402
 from burstmarket.auction import clear as engine_clear  # noqa: E402
 from burstmarket.clock import NS_PER_HOUR, ManualClock  # noqa: E402
-from burstmarket.market import tick as tick_module  # noqa: E402
 from burstmarket.market.market import Market  # noqa: E402
 from burstmarket.market.model import Island  # noqa: E402
 from burstmarket.market.state import create_island  # noqa: E402
+from burstmarket.market.tick import clearing as tick_clearing  # noqa: E402
 from burstmarket.settings import Settings  # noqa: E402
 from burstmarket.store import Database  # noqa: E402
 
@@ -69,7 +69,7 @@ def build(data_dir: Path) -> Market:
 
 
 def main(ticks: int) -> None:
-    tick_module.clear = timed_clear  # type: ignore[assignment]
+    tick_clearing.clear = timed_clear  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
         market = build(Path(tmp))
         clock = market.clock

@@ -35,6 +35,16 @@ def test_engine_imports_nothing_from_the_service() -> None:
             assert f"burstmarket.{layer}" not in source, (path, layer)
 
 
+def test_imports_point_from_the_api_to_the_market_never_back() -> None:
+    """The market returns the contract's answer types; it never imports the API layer."""
+    files = list((PACKAGE / "market").rglob("*.py"))
+    assert len(files) > 5
+    for path in files:
+        assert "burstmarket.api" not in path.read_text(), path
+    contract = PACKAGE / "contract.py"
+    assert imported_roots(contract) <= {"__future__", "datetime", "decimal", "typing", "msgspec"}
+
+
 def modules() -> dict[str, Path]:
     """Every module of the package by dotted name (a package by its __init__)."""
     found = {}

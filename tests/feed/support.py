@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import logging
 import os
 import socket
 import threading
@@ -24,13 +23,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import uvicorn
-from litestar import Litestar, Request, Response
+from litestar import Litestar
 
-from burstmarket.errors import MarketError
+from burstmarket.api.errors import HANDLERS
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
 from burstmarket.feed.wire import FeedWebSocketProtocol
-from burstmarket.market.refusals import refusal_line
 from burstmarket.store import Database
 
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
@@ -147,12 +145,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def render_error(request: Request[Any, Any, Any], exc: MarketError) -> Response[Any]:
-    """The contract's error rendering (the service's app has the one real handler)."""
-    logging.getLogger("burstmarket.api").warning(refusal_line(exc))
-    return Response(exc.body(), status_code=exc.status)
-
-
 class FeedServer:
     """The feed's routes served by uvicorn on a loopback port, in a background thread."""
 
@@ -179,7 +171,7 @@ class FeedServer:
             route_handlers=self.feed.route_handlers,
             on_startup=[started],
             on_shutdown=[self.feed.stop],
-            exception_handlers={MarketError: render_error},
+            exception_handlers=HANDLERS,  # the service's own: refusals as the contract says
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                 ws=ws, ws_per_message_deflate=False,

@@ -3,14 +3,15 @@ term, fixed rate, one live block per cluster, within the island's reservable cap
 
 A block starts at once; the ticks deliver its nodes (free ones first, then taken from the
 market), place the cluster's jobs on it, bill it in 5-minute steps, step it down at the end of
-its term and cancel it after 24 h of a balance at or below zero (see market/tick.py).
+its term and cancel it after 24 h of a balance at or below zero (see market/tick/).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
-from burstmarket.clock import NS_PER_HOUR, rfc3339
+from burstmarket.clock import NS_PER_HOUR, maybe_datetime, rfc3339, to_datetime
+from burstmarket.contract import BlockState, BlockView
 from burstmarket.errors import Invalid, OnePerCluster
 from burstmarket.market.ledger import amount
 from burstmarket.market.market import Market
@@ -30,7 +31,7 @@ class BaseLoadDesk:
         self._clock = market.clock
         self._lock = market.lock
 
-    def create(self, cluster_id: str, nodes: int, rate: int, term_hours: int) -> dict[str, Any]:
+    def create(self, cluster_id: str, nodes: int, rate: int, term_hours: int) -> BlockView:
         if not 1 <= nodes <= 100_000:
             raise Invalid("nodes", "must be between 1 and 100000", nodes=nodes)
         if not 1 <= term_hours <= MAX_TERM_HOURS:
@@ -82,9 +83,9 @@ class BaseLoadDesk:
                 starts_at=now,
                 ends_at=now + term_hours * NS_PER_HOUR,
             )
-        return next(b for b in self.blocks(cluster_id) if b["id"] == block_id)
+        return next(b for b in self.blocks(cluster_id) if b.id == block_id)
 
-    def blocks(self, cluster_id: str) -> list[dict[str, Any]]:
+    def blocks(self, cluster_id: str) -> list[BlockView]:
         """The cluster's blocks, newest first."""
         cur = self._db.cursor()
         try:
@@ -98,20 +99,20 @@ class BaseLoadDesk:
         return [BLOCKS.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
 
 
-def _view(b: Block, gpus_per_node: int) -> dict[str, Any]:
+def _view(b: Block, gpus_per_node: int) -> BlockView:
     gpus = b.nodes * gpus_per_node
-    return {
-        "id": b.id,
-        "cluster": b.cluster,
-        "island": b.island,
-        "nodes": b.nodes,
-        "gpus": gpus,
-        "rate_per_gpu_hour": usd(b.rate),
-        "term_hours": (b.ends_at - b.starts_at) // NS_PER_HOUR,
-        "price_usd": float(units_to_usd(amount(b.rate, gpus, b.ends_at - b.starts_at))),
-        "starts_at": rfc3339(b.starts_at),
-        "ends_at": rfc3339(b.ends_at),
-        "state": b.state,
-        "ended_at": rfc3339(b.ended_at),
-        "billed_until": rfc3339(b.billed_until),
-    }
+    return BlockView(
+        id=b.id,
+        cluster=b.cluster,
+        island=b.island,
+        nodes=b.nodes,
+        gpus=gpus,
+        rate_per_gpu_hour=usd(b.rate),
+        term_hours=(b.ends_at - b.starts_at) // NS_PER_HOUR,
+        price_usd=float(units_to_usd(amount(b.rate, gpus, b.ends_at - b.starts_at))),
+        starts_at=to_datetime(b.starts_at),
+        ends_at=to_datetime(b.ends_at),
+        state=cast(BlockState, b.state),
+        ended_at=maybe_datetime(b.ended_at),
+        billed_until=maybe_datetime(b.billed_until),
+    )

@@ -14,16 +14,17 @@ holds is simply free again (docs/market.md "Nodes out of service").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
-from burstmarket.clock import rfc3339
+from burstmarket.clock import maybe_datetime, rfc3339
+from burstmarket.contract import NodeState, NodeView
 from burstmarket.errors import Invalid, NotFound
 from burstmarket.market.ledger import Entry, stop_billing
 from burstmarket.market.market import Market
 from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, Node
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, LEDGER, NODE_STATE, NODES
-from burstmarket.money import usd
+from burstmarket.money import maybe_usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one
 
 ACTIONS = {"cordon": CORDONED, "dark": DARK, "uncordon": None}
@@ -38,7 +39,7 @@ class NodeActions:
         self._lock = market.lock
         self._figures = market.figures
 
-    def act(self, island_id: str, node_id: str, action: str) -> dict[str, Any]:
+    def act(self, island_id: str, node_id: str, action: str) -> NodeView:
         if action not in ACTIONS:
             raise Invalid("action", f"must be one of {', '.join(ACTIONS)}", action=action)
         state = ACTIONS[action]
@@ -134,7 +135,7 @@ class NodeActions:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def node(self, island_id: str, node_id: str) -> dict[str, Any]:
+    def node(self, island_id: str, node_id: str) -> NodeView:
         cur = self._db.cursor()
         try:
             island = read_island(cur, island_id)
@@ -142,7 +143,7 @@ class NodeActions:
         finally:
             cur.close()
 
-    def nodes(self, island_id: str) -> list[dict[str, Any]]:
+    def nodes(self, island_id: str) -> list[NodeView]:
         cur = self._db.cursor()
         try:
             island = read_island(cur, island_id)
@@ -151,22 +152,22 @@ class NodeActions:
             cur.close()
 
 
-def _view(n: Node) -> dict[str, Any]:
+def _view(n: Node) -> NodeView:
     if n.service is not None:
         state = n.service
     elif n.block is not None:
         state = "base_load"
     else:
         state = "free" if n.cluster is None else "held"
-    return {
-        "id": n.id,
-        "idx": n.idx,
-        "state": state,
-        "cluster": n.cluster,
-        "job": n.job,
-        "block": n.block,
-        "granted_at": rfc3339(n.granted_at),
-        "window_ends_at": rfc3339(n.window_ends_at),
-        "locked_price": None if n.locked_price is None else usd(n.locked_price),
-        "replacement_owed_until": rfc3339(n.owed_until),
-    }
+    return NodeView(
+        id=n.id,
+        idx=n.idx,
+        state=cast(NodeState, state),
+        cluster=n.cluster,
+        job=n.job,
+        block=n.block,
+        granted_at=maybe_datetime(n.granted_at),
+        window_ends_at=maybe_datetime(n.window_ends_at),
+        locked_price=maybe_usd(n.locked_price),
+        replacement_owed_until=maybe_datetime(n.owed_until),
+    )

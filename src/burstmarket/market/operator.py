@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any
+from typing import Any, cast
 
+from burstmarket.contract import AccountView, ClusterCreated, IslandView, Kind
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.figures import token_hash
@@ -42,7 +43,7 @@ class Operator:
 
     # --- accounts -------------------------------------------------------------------------
 
-    def create_account(self, name: str, balance: int) -> dict[str, Any]:
+    def create_account(self, name: str, balance: int) -> AccountView:
         _name("name", name)
         with self._lock:
             with self._db.write() as cur:
@@ -54,7 +55,7 @@ class Operator:
             self._figures.fold(entries)
         return self.account(name)
 
-    def credit(self, name: str, amount: int) -> dict[str, Any]:
+    def credit(self, name: str, amount: int) -> AccountView:
         """Add (or, negative, correct) credit: a new ledger row, never an edit."""
         if amount == 0:
             raise Invalid("amount_usd", "must not be 0")
@@ -78,7 +79,7 @@ class Operator:
         if fetch_one(cur, "account", name=name) is None:
             raise NotFound(f"no account {name!r}", account=name)
 
-    def account(self, name: str) -> dict[str, Any]:
+    def account(self, name: str) -> AccountView:
         cur = self._db.cursor()
         try:
             self._account(cur, name)
@@ -86,16 +87,16 @@ class Operator:
         finally:
             cur.close()
         balance = self._figures.balance(name)
-        return {
-            "name": name,
-            "balance_usd": float(units_to_usd(balance)),
-            "billing_hold": balance <= 0,
-            "clusters": clusters,
-        }
+        return AccountView(
+            name=name,
+            balance_usd=float(units_to_usd(balance)),
+            billing_hold=balance <= 0,
+            clusters=clusters,
+        )
 
     # --- clusters -------------------------------------------------------------------------
 
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> dict[str, Any]:
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreated:
         _name("name", name)
         if kind not in KINDS:
             raise Invalid("kind", "must be 'vm' or 'k8s'")
@@ -117,11 +118,13 @@ class Operator:
             )
         self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
-        return {"id": name, "token": token, "account": account, "island": island, "kind": kind}
+        return ClusterCreated(
+            id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
+        )
 
     # --- islands --------------------------------------------------------------------------
 
-    def islands(self) -> list[dict[str, Any]]:
+    def islands(self) -> list[IslandView]:
         cur = self._db.cursor()
         try:
             return [_island_view(ISLANDS.from_row(r)) for r in fetch(cur, "islands")]
@@ -137,7 +140,7 @@ class Operator:
         node_spec: Any,
         set_spec: bool,
         base_load_cap: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> IslandView:
         _name("id", island_id)
         for field, value in (("gpus_per_node", gpus_per_node), ("nodes", nodes)):
             if value is not None and not 1 <= value <= 100_000:
@@ -236,12 +239,12 @@ class Operator:
             ISLANDS.update(cur, [island], ISLAND_TERMS)
 
 
-def _island_view(island: Island) -> dict[str, Any]:
-    return {
-        "id": island.id,
-        "gpus_per_node": island.gpus_per_node,
-        "nodes": island.nodes,
-        "reserve_price": usd(island.reserve_price),
-        "node_spec": None if island.node_spec is None else json.loads(island.node_spec),
-        "base_load_cap": island.base_load_cap,
-    }
+def _island_view(island: Island) -> IslandView:
+    return IslandView(
+        id=island.id,
+        gpus_per_node=island.gpus_per_node,
+        nodes=island.nodes,
+        reserve_price=usd(island.reserve_price),
+        node_spec=None if island.node_spec is None else json.loads(island.node_spec),
+        base_load_cap=island.base_load_cap,
+    )

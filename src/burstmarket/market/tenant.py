@@ -8,9 +8,19 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from burstmarket.clock import rfc3339
+from burstmarket.clock import maybe_datetime, to_datetime
+from burstmarket.contract import (
+    BidView,
+    BillingRow,
+    CapacityView,
+    HeldNode,
+    JobEvent,
+    JobState,
+    JobView,
+    SpendLimitView,
+)
 from burstmarket.errors import (
     BidTooLow,
     BillingHold,
@@ -21,6 +31,7 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
+from burstmarket.market import model
 from burstmarket.market.guard import (
     Budget,
     grant_span,
@@ -31,11 +42,11 @@ from burstmarket.market.guard import (
 )
 from burstmarket.market.ledger import COMMITMENT, Entry, scale_down
 from burstmarket.market.market import Market
-from burstmarket.market.model import Cluster, Island, Job, JobEvent, Node, newest_first, resized
-from burstmarket.market.report import billing_rows
+from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
+from burstmarket.market.report import Granularity, billing_rows
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
-from burstmarket.money import units_to_usd, usd
+from burstmarket.money import maybe_usd, units_to_usd, usd
 from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -156,44 +167,44 @@ class Tenant:
 
     # --- VM capacity ----------------------------------------------------------------------
 
-    def vm_capacity(self, cluster_id: str) -> dict[str, Any]:
+    def vm_capacity(self, cluster_id: str) -> CapacityView:
         return self._read(lambda cur: self._vm_view(cur, cluster_id))
 
-    def _vm_view(self, cur: Cursor, cluster_id: str) -> dict[str, Any]:
+    def _vm_view(self, cur: Cursor, cluster_id: str) -> CapacityView:
         c, island = self._own(cur, cluster_id, "vm")
         return self._vm_answer(c, island, cluster_nodes(cur, c.id))
 
-    def _vm_answer(self, c: Cluster, island: Island, nodes: list[Node]) -> dict[str, Any]:
+    def _vm_answer(self, c: Cluster, island: Island, nodes: list[Node]) -> CapacityView:
         held = len(nodes) * island.gpus_per_node
         rate = self._figures.rate(island.id, c.id) if nodes else None
-        return {
-            "cluster": c.id,
-            "island": island.id,
-            "gpus_per_node": island.gpus_per_node,
-            "max_gpus": c.max_gpus,
-            "max_price_per_gpu_hour": None if c.max_price is None else usd(c.max_price),
-            "held_gpus": held,
-            "pending_gpus": max(0, c.max_gpus - held),
-            "nodes": [
-                {
-                    "id": n.id,
-                    "granted_at": rfc3339(n.granted_at),
-                    "window_ends_at": rfc3339(n.window_ends_at),
-                    "locked_price": None if n.locked_price is None else usd(n.locked_price),
-                }
+        return CapacityView(
+            cluster=c.id,
+            island=island.id,
+            gpus_per_node=island.gpus_per_node,
+            max_gpus=c.max_gpus,
+            max_price_per_gpu_hour=maybe_usd(c.max_price),
+            held_gpus=held,
+            pending_gpus=max(0, c.max_gpus - held),
+            nodes=[
+                HeldNode(
+                    id=n.id,
+                    granted_at=maybe_datetime(n.granted_at),
+                    window_ends_at=maybe_datetime(n.window_ends_at),
+                    locked_price=maybe_usd(n.locked_price),
+                )
                 for n in nodes
             ],
-            "rate": None if rate is None else usd(rate),
-            "bid_too_low": c.max_price is not None
+            rate=maybe_usd(rate),
+            bid_too_low=c.max_price is not None
             and c.max_gpus > held
             and c.max_price < island.reserve_price,
-            "spend_limit": None if c.spend_limit is None else usd(c.spend_limit),
-            "pending_reason": c.pending_reason,
-        }
+            spend_limit=maybe_usd(c.spend_limit),
+            pending_reason=c.pending_reason,
+        )
 
     async def declare_vm(
         self, cluster_id: str, max_gpus: int, max_price: int | None, release: list[str]
-    ) -> dict[str, Any]:
+    ) -> CapacityView:
         """Declare, and answer once the declaration is committed (durable): it runs in the
         store's next group commit. One that releases held nodes while the island's tick is in
         flight waits for that tick, then runs (and is checked) again."""
@@ -214,7 +225,7 @@ class Tenant:
         max_gpus: int,
         max_price: int | None,
         release: list[str],
-    ) -> dict[str, Any] | AfterTick:
+    ) -> CapacityView | AfterTick:
         """A group-commit job on the hot copy (market/hot.py): every check first, from memory;
         then the changes, staged for the batch's writes. Answers with the capacity view."""
         hot = self._hot
@@ -318,21 +329,21 @@ class Tenant:
 
     # --- Kubernetes -----------------------------------------------------------------------
 
-    def k8s_bid(self, cluster_id: str) -> dict[str, Any]:
+    def k8s_bid(self, cluster_id: str) -> BidView:
         return self._read(lambda cur: self._bid_view(cur, cluster_id))
 
-    def _bid_view(self, cur: Cursor, cluster_id: str) -> dict[str, Any]:
+    def _bid_view(self, cur: Cursor, cluster_id: str) -> BidView:
         c, island = self._own(cur, cluster_id, "k8s")
         jobs = [JOBS.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=c.id)]
         low = c.limit_price is None or c.limit_price < island.reserve_price
-        return {
-            "cluster": c.id,
-            "limit_price_per_gpu_hour": None if c.limit_price is None else usd(c.limit_price),
-            "bid_too_low": low or any(_too_low(j, c, island) for j in jobs),
-            "pending_reason": c.pending_reason,
-        }
+        return BidView(
+            cluster=c.id,
+            limit_price_per_gpu_hour=maybe_usd(c.limit_price),
+            bid_too_low=low or any(_too_low(j, c, island) for j in jobs),
+            pending_reason=c.pending_reason,
+        )
 
-    def set_k8s_bid(self, cluster_id: str, price: int) -> dict[str, Any]:
+    def set_k8s_bid(self, cluster_id: str, price: int) -> BidView:
         with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             self._check_bid(c, island, price)
@@ -389,7 +400,7 @@ class Tenant:
         )
 
     def _event(self, cur: Cursor, job: Job, kind: str, detail: str, at: int) -> None:
-        JOB_EVENTS.insert(cur, [JobEvent(job.cluster, job.name, at, kind, detail)])
+        JOB_EVENTS.insert(cur, [model.JobEvent(job.cluster, job.name, at, kind, detail)])
 
     def create_job(
         self,
@@ -398,7 +409,7 @@ class Tenant:
         nodes: int,
         priority_class: str | None,
         price: int | None,
-    ) -> dict[str, Any]:
+    ) -> JobView:
         with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             if not JOB_NAME.match(name):
@@ -435,15 +446,15 @@ class Tenant:
             )
         return self.job(cluster_id, name)
 
-    def jobs(self, cluster_id: str) -> list[dict[str, Any]]:
-        def read(cur: Cursor) -> list[dict[str, Any]]:
+    def jobs(self, cluster_id: str) -> list[JobView]:
+        def read(cur: Cursor) -> list[JobView]:
             c, _ = self._own(cur, cluster_id, "k8s")
             return self._job_views(cur, c, self._jobs(cur, c.id))
 
         return self._read(read)
 
-    def job(self, cluster_id: str, name: str) -> dict[str, Any]:
-        def read(cur: Cursor) -> dict[str, Any]:
+    def job(self, cluster_id: str, name: str) -> JobView:
+        def read(cur: Cursor) -> JobView:
             c, _ = self._own(cur, cluster_id, "k8s")
             return self._job_views(cur, c, [self._job(cur, c, name)])[0]
 
@@ -455,12 +466,12 @@ class Tenant:
             raise NotFound(f"no job {name!r} in this cluster", cluster=c.id, job=name)
         return JOBS.from_row(row)
 
-    def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[dict[str, Any]]:
+    def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[JobView]:
         island = read_island(cur, c.island)
-        events: dict[str, list[dict[str, Any]]] = {}
+        events: dict[str, list[JobEvent]] = {}
         for e in fetch(cur, "job_events", cluster=c.id):
             events.setdefault(e["job"], []).append(
-                {"type": e["type"], "at": rfc3339(e["ts"]), "detail": e["detail"]}
+                JobEvent(type=e["type"], at=to_datetime(e["ts"]), detail=e["detail"])
             )
         placed: dict[str, list[str]] = {}
         for n in cluster_nodes(cur, c.id):
@@ -468,18 +479,18 @@ class Tenant:
                 placed.setdefault(n.job, []).append(n.id)
         rate = self._figures.rate(c.island, c.id)
         return [
-            {
-                "name": j.name,
-                "nodes": j.nodes,
-                "state": j.state,
-                "priority_class": j.priority_class,
-                "provisioned_at": rfc3339(j.provisioned_at),
-                "limit_price_per_gpu_hour": None if j.price(c) is None else usd(j.price(c) or 0),
-                "rate": usd(rate) if rate is not None and j.state == "running" else None,
-                "node_ids": placed.get(j.name, []),
-                "bid_too_low": _too_low(j, c, island),
-                "events": events.get(j.name, []),
-            }
+            JobView(
+                name=j.name,
+                nodes=j.nodes,
+                state=cast(JobState, j.state),
+                priority_class=j.priority_class,
+                provisioned_at=maybe_datetime(j.provisioned_at),
+                limit_price_per_gpu_hour=maybe_usd(j.price(c)),
+                rate=maybe_usd(rate) if j.state == "running" else None,
+                node_ids=placed.get(j.name, []),
+                bid_too_low=_too_low(j, c, island),
+                events=events.get(j.name, []),
+            )
             for j in jobs
         ]
 
@@ -491,7 +502,7 @@ class Tenant:
         set_price: bool,
         priority_class: str | None,
         set_class: bool,
-    ) -> dict[str, Any]:
+    ) -> JobView:
         with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             job = self._job(cur, c, name)
@@ -517,7 +528,7 @@ class Tenant:
                 self._void_if_lowered(cur, c, job)
         return self.job(cluster_id, name)
 
-    def finish_job(self, cluster_id: str, name: str) -> dict[str, Any]:
+    def finish_job(self, cluster_id: str, name: str) -> JobView:
         """DELETE = the job finished: its nodes stay, idle, under the hold and idle grace."""
         with self._lock, self._db.write() as cur:
             c, _ = self._own(cur, cluster_id, "k8s")
@@ -540,8 +551,8 @@ class Tenant:
 
     # --- spend limit ----------------------------------------------------------------------
 
-    def spend_limit(self, cluster_id: str) -> dict[str, Any]:
-        def read(cur: Cursor) -> dict[str, Any]:
+    def spend_limit(self, cluster_id: str) -> SpendLimitView:
+        def read(cur: Cursor) -> SpendLimitView:
             c = read_cluster(cur, cluster_id)
             island = read_island(cur, c.island)
             now = self._clock.now_ns()
@@ -549,17 +560,17 @@ class Tenant:
             budget = self._budget(cur, c, island.gpus_per_node, now, held)
             started = c.spend_window_start if window_open(c.spend_window_start, now) else None
             left = budget.left
-            return {
-                "usd_per_day": None if c.spend_limit is None else usd(c.spend_limit),
-                "window_started_at": rfc3339(started),
-                "spent_usd": float(units_to_usd(budget.spent)),
-                "committed_usd": float(units_to_usd(budget.committed)),
-                "left_usd": None if left is None else float(units_to_usd(left)),
-            }
+            return SpendLimitView(
+                usd_per_day=maybe_usd(c.spend_limit),
+                window_started_at=maybe_datetime(started),
+                spent_usd=float(units_to_usd(budget.spent)),
+                committed_usd=float(units_to_usd(budget.committed)),
+                left_usd=None if left is None else float(units_to_usd(left)),
+            )
 
         return self._read(read)
 
-    def set_spend_limit(self, cluster_id: str, usd_per_day: int | None) -> dict[str, Any]:
+    def set_spend_limit(self, cluster_id: str, usd_per_day: int | None) -> SpendLimitView:
         if usd_per_day is not None and usd_per_day <= 0:
             raise Invalid("usd_per_day", "must be greater than 0 (null removes the limit)")
         with self._lock, self._db.write() as cur:
@@ -570,9 +581,9 @@ class Tenant:
     # --- billing --------------------------------------------------------------------------
 
     def billing(
-        self, cluster_id: str, start: int | None, end: int | None, granularity: str
-    ) -> list[dict[str, Any]]:
-        def read(cur: Cursor) -> list[dict[str, Any]]:
+        self, cluster_id: str, start: int | None, end: int | None, granularity: Granularity
+    ) -> list[BillingRow]:
+        def read(cur: Cursor) -> list[BillingRow]:
             c = read_cluster(cur, cluster_id)
             return billing_rows(cur, c.id, start, end, granularity)
 
