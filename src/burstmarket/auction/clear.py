@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from burstmarket.auction.allocation import decide
 from burstmarket.auction.core import Winner, core_payments
 from burstmarket.auction.knapsack import Item, Table, add_group, empty, suffix_tables
-from burstmarket.auction.types import Clearing, ClusterClearing, IslandInput, Rung, Stats, Unit
+from burstmarket.auction.types import (
+    Clearing,
+    ClusterClearing,
+    IslandInput,
+    Protected,
+    Rung,
+    Stats,
+    Unit,
+)
 from burstmarket.auction.without import values_without
 from burstmarket.money import PRICE_STEP, round_div
 
@@ -142,6 +151,26 @@ def _payments(
             protected=protected,
         )
     return result
+
+
+def with_fixed(clearing: Clearing, fixed: Sequence[Protected], gpus_per_node: int) -> Clearing:
+    """`clearing` with nodes held at a fixed price besides it: never contestable and never
+    displacing anyone, each pays exactly its `locked_price` (a block's nodes stepping down under
+    their window, docs/market.md "Base load"). They count as protected nodes of their cluster,
+    in its rate and in the statistics."""
+    if not fixed:
+        return clearing
+    clusters = dict(clearing.clusters)
+    for hold in fixed:
+        held = clusters.get(hold.cluster, ClusterClearing(0, 0, 0, 0, 0, 0))
+        clusters[hold.cluster] = replace(
+            held,
+            protected_nodes=held.protected_nodes + hold.nodes,
+            gpus=held.gpus + hold.nodes * gpus_per_node,
+            protected=held.protected + hold.locked_price * hold.nodes * gpus_per_node,
+        )
+    clusters = dict(sorted(clusters.items()))
+    return replace(clearing, clusters=clusters, stats=_stats(clusters))
 
 
 def _stats(clusters: dict[str, ClusterClearing]) -> Stats:
