@@ -1,7 +1,7 @@
 """Jobs smaller than one node on the block, through the real server (5-minute ticks, the idle
-grace's length, unless said otherwise): packed by GPU count where the operator enabled packing, several
-to a node; whole-node jobs take empty block nodes first; a small job opens an empty node only
-when no whole-node job waits for it, or once it and the node have waited the idle grace; a
+grace's length, unless said otherwise): packed by GPU count where the operator enabled packing,
+several to a node; whole-node jobs take empty block nodes first; a small job opens an empty node
+only when no whole-node job waits for it, or once it and the node have waited the idle grace; a
 running small job is never moved; pods that together pass one node wait ReservedTooSmall;
 without a live block a small job waits ReservedBusy, never bidding, never burst demand; at the
 end of the term it is requeued at once as a new request."""
