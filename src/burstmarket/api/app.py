@@ -34,8 +34,8 @@ from burstmarket.settings import Settings
 from burstmarket.store import Database
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-"""The dashboard's page, script and styles, and the API docs' Swagger UI (`docs-ui/`): shipped
-in the package, no CDN."""
+"""The dashboard's and the console's pages, scripts and styles, and the API docs' Swagger UI
+(`docs-ui/`): shipped in the package, no CDN."""
 
 
 STATIC_FILES = {
@@ -49,6 +49,13 @@ client typed (a NUL byte, 5,000 characters) never reaches the file system."""
 async def dashboard() -> Response[bytes]:
     """The live dashboard (public, like the market data it shows)."""
     return Response((STATIC / "index.html").read_bytes(), media_type=MediaType.HTML)
+
+
+@get("/console", include_in_schema=False)
+async def console() -> Response[bytes]:
+    """The tenants' console: signed in with a cluster token, it calls the tenant API like any
+    other client (docs/console.md)."""
+    return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
 
 
 @get("/static/{name:path}", include_in_schema=False)
@@ -112,6 +119,7 @@ def create_app(settings: Settings) -> Litestar:
         operator.admin_router(tokens),
         operator.get_islands,
         dashboard,
+        console,
         static_file,
         history_dictionary,
         *feed.route_handlers,
