@@ -16,7 +16,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEve
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)

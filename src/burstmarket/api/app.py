@@ -26,8 +26,8 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_d
 from burstmarket.errors import NotFound
 from burstmarket.feed import FeedOptions, build_feed
 from burstmarket.history import dictionary
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
