@@ -235,7 +235,9 @@ class Feed:
             failed.cancel()
             await asyncio.gather(reader, failed, return_exceptions=True)
         if subscriber.close_code == SLOW_CONSUMER:
-            log.info("feed: closing a slow consumer %s: %s", socket.client, subscriber.close_why)
+            peer = socket.client
+            where = f"{peer.host}:{peer.port}" if peer else "-"
+            log.info("feed: closing a slow consumer %s: %s", where, subscriber.close_why)
             subscriber.close(SLOW_CONSUMER, "slow-consumer", self.options.close_timeout)
 
     async def _read(self, socket: WebSocket[Any, Any, Any], subscriber: Subscriber) -> None:
