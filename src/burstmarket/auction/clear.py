@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from burstmarket.auction.allocation import decide
-from burstmarket.auction.core import Winner, core_payments
-from burstmarket.auction.knapsack import Item, Table, add_group, empty, suffix_tables
+from burstmarket.auction.allocation import optima
+from burstmarket.auction.core import CorePayments, Winner, core_payments
+from burstmarket.auction.knapsack import Item, Table, add_group, empty
 from burstmarket.auction.types import Clearing, ClusterClearing, IslandInput, Rung, Stats, Unit
 from burstmarket.auction.without import values_without
 from burstmarket.money import PRICE_STEP, round_div
@@ -30,20 +30,21 @@ def clear(island: IslandInput) -> Clearing:
     units = [island.units[i] for i in bidding]
     items: list[Item] = [(u.nodes, (u.price - reserve) * u.nodes * g) for u in units]
 
-    full, walk = suffix_tables([[item] for item in items], supply + 1)
+    found = optima(items, supply)
+    full = found.full
     best = int(full[supply])
-    decisions = decide(items, supply, walk(), _ladder_probes(full, supply, g))
+    decisions = found.decide(supply, _ladder_probes(full, supply, g))
     used = sum(u.nodes for u, taken in zip(units, decisions.chosen, strict=True) if taken)
     probe_wins = dict(decisions.probe_wins)
     # break-even exactly at the reserve with fewer than n nodes free (rare: another optimum packs
     # tighter than the preferred one) needs probes known only once `used` is: a second walk
     level = [int(c) for c in np.flatnonzero(full[:used] == best)]
     if level:
-        probe_wins.update(decide(items, supply, walk(), level).probe_wins)
+        probe_wins.update(found.decide(supply, level).probe_wins)
     ladder = _ladder(full, supply, g, reserve, supply - used, probe_wins)
 
     won_units = [u for u, taken in zip(units, decisions.chosen, strict=True) if taken]
-    clusters = _payments(island, units, won_units, best)
+    clusters, core = _payments(island, units, won_units, best)
     winner_ids = {u.id for u in won_units}
     winners = tuple(u.id for u in island.units if u.id in winner_ids)
     return Clearing(
@@ -53,6 +54,8 @@ def clear(island: IslandInput) -> Clearing:
         stats=_stats(clusters),
         value=best,
         bid_too_low=bid_too_low,
+        core_rounds=core.rounds,
+        core_exact=core.exact,
     )
 
 
@@ -83,7 +86,7 @@ def _ladder(
 
 def _payments(
     island: IslandInput, units: Sequence[Unit], won: Sequence[Unit], best: int
-) -> dict[str, ClusterClearing]:
+) -> tuple[dict[str, ClusterClearing], CorePayments]:
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
     groups: dict[str, list[Item]] = defaultdict(list)
     for u in units:
@@ -113,9 +116,9 @@ def _payments(
 
     winners = sorted(won_nodes)
     vcg_surplus = [without[c][supply] - (best - won_value[c]) for c in winners]
-    core_surplus = core_payments(
+    core_found = core_payments(
         [
-            Winner(lo=lo, hi=won_value[c], own=add_group(empty(supply + 1), groups[c]))
+            Winner(lo=lo, hi=won_value[c], nodes=won_nodes[c], units=groups[c])
             for c, lo in zip(winners, vcg_surplus, strict=True)
         ],
         losers,
@@ -123,7 +126,7 @@ def _payments(
         best,
     )
     vcg = dict(zip(winners, vcg_surplus, strict=True))
-    core = dict(zip(winners, core_surplus, strict=True))
+    core = dict(zip(winners, core_found.surplus, strict=True))
 
     result: dict[str, ClusterClearing] = {}
     for c in sorted(set(won_nodes) | set(protected_nodes)):
@@ -141,7 +144,7 @@ def _payments(
             core=floor + core.get(c, 0) if k else 0,
             protected=protected,
         )
-    return result
+    return result, core_found
 
 
 def _stats(clusters: dict[str, ClusterClearing]) -> Stats:

@@ -14,6 +14,8 @@ from math import isqrt
 import numpy as np
 import numpy.typing as npt
 
+from burstmarket.auction.kernels import add_items
+
 Table = npt.NDArray[np.int64]
 Item = tuple[int, int]  # (nodes, value)
 
@@ -23,21 +25,27 @@ def empty(length: int) -> Table:
 
 
 def add_group(table: Table, items: Sequence[Item]) -> Table:
-    """A new table that may also use any subset of `items` (each at most once).
+    """A new table that may also use any subset of `items` (each at most once)."""
+    out = table.copy()
+    sizes, values = bundles(items)
+    add_items(out, sizes, values)
+    return out
+
+
+def bundles(items: Sequence[Item]) -> tuple[Table, Table]:
+    """`items` as 0/1 knapsack items (sizes, values), equal items bundled.
 
     Equal items are common (a VM declaration is many 1-node units at one price), and m copies of
-    an item are exactly the 0/1 items of 1, 2, 4, … copies summing to m: log m passes, not m.
+    an item are exactly the 0/1 items of 1, 2, 4, … copies summing to m: log m items, not m.
     """
-    out = table.copy()
-    length = len(out)
-    bundles = Counter(items).items() if len(items) > 1 else [(item, 1) for item in items]
-    for (size, value), count in bundles:
+    counted = Counter(items).items() if len(items) > 1 else [(item, 1) for item in items]
+    sizes: list[int] = []
+    values: list[int] = []
+    for (size, value), count in counted:
         for copies in _binary_parts(count):
-            step = size * copies
-            if step < length:
-                # the sum lands in a temporary before the max, so the bundle is used at most once
-                np.maximum(out[step:], out[:-step] + value * copies, out=out[step:])
-    return out
+            sizes.append(size * copies)
+            values.append(value * copies)
+    return np.array(sizes, dtype=np.int64), np.array(values, dtype=np.int64)
 
 
 def _binary_parts(count: int) -> Iterator[int]:

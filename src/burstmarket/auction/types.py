@@ -100,3 +100,8 @@ class Clearing:
     """Σ (p − r)·k·g over the winning units, µUSD per hour: the optimum."""
     bid_too_low: frozenset[str] = frozenset()
     """Clusters with a unit priced under the reserve (not in the auction at all)."""
+    core_rounds: int = 0
+    """Exact separation rounds the core payments took (0: no winner, nothing to price)."""
+    core_exact: bool = True
+    """The core payments are the exact minimum-revenue core point nearest VCG (rounded up to
+    whole µUSD), certified by a last exact separation that found no blocking coalition."""
