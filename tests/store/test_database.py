@@ -22,6 +22,8 @@ CONTRACT = {
         "clusters",
         "pending_gpus",
         "reserve_price",
+        "core_rounds",
+        "core_exact",
     ],
     "cluster_rates": ["island", "tick", "time", "cluster", "gpus", "rate", "amount_usd"],
     "allocations": ["island", "tick", "time", "cluster", "node", "kind"],

@@ -415,6 +415,8 @@ class Market:
                     "clusters": stats.clusters,
                     "pending_gpus": out.pending_gpus,
                     "reserve_price": micros_to_decimal(inp.island.reserve_price),
+                    "core_rounds": out.clearing.core_rounds,
+                    "core_exact": out.clearing.core_exact,
                 }
             ],
         )

@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = ("schema_001", "schema_002")
+MIGRATIONS = ("schema_001", "schema_002", "schema_003")
 """sql/ files applied in order; the index + 1 is the schema version they bring the store to."""
 
 

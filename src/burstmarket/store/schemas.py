@@ -101,6 +101,8 @@ TICKS = pa.schema(
         _f("clusters", pa.int32()),
         _f("pending_gpus", pa.int32()),
         _f("reserve_price", USD),
+        _f("core_rounds", pa.int32()),
+        _f("core_exact", pa.bool_()),
     ]
 )
 
