@@ -57,12 +57,13 @@ def build(data_dir: Path) -> Market:
         cur.execute(
             """
             INSERT INTO clusters (id, account, island, kind, token_hash, created_at, max_gpus,
-                                  max_price, demand_since)
+                                  max_price, demand)
             SELECT 'c' || lpad(i::VARCHAR, 4, '0'), 'bench', 'big', 'vm', 'h' || i, 0,
-                   $gpus, 1000000 + (i * 7919 % 900) * 10000, i
+                   $gpus, 1000000 + (i * 7919 % 900) * 10000,
+                   [{'nodes': $nodes, 'since': i, 'seq': i}]
             FROM range($clusters) r(i)
             """,
-            {"gpus": NODES_EACH * G, "clusters": CLUSTERS},
+            {"gpus": NODES_EACH * G, "nodes": NODES_EACH, "clusters": CLUSTERS},
         )
     market.balances["bench"] = 10**30
     return market

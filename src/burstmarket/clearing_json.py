@@ -1,14 +1,17 @@
 """The JSON face of the engine: `burstmarket clear` input parsed into domain values, and a
-clearing rendered in API.md's shapes (also what the service publishes for stats and ladder)."""
+clearing rendered in docs/api.md's shapes (also what the service publishes for stats and ladder)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Annotated, Any
 
 import msgspec
 
 from burstmarket.auction import Clearing, IslandInput, Protected, Rung, Stats, Unit
+from burstmarket.clock import rfc3339
+from burstmarket.market.ladder import LadderRung
 from burstmarket.money import MoneyError, parse_price, usd
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
@@ -76,8 +79,24 @@ def parse_island(raw: bytes) -> IslandInput:
     )
 
 
-def render_ladder(rungs: tuple[Rung, ...]) -> list[dict[str, Any]]:
+def render_ladder(rungs: Sequence[Rung | LadderRung]) -> list[dict[str, Any]]:
     return [{"nodes": r.nodes, "gpus": r.gpus, "price_per_gpu_hour": usd(r.price)} for r in rungs]
+
+
+WINDOWS_HOLD = "protection windows hold the nodes until contestable_at"
+"""A later rung's `reason` (sql/feed_ladder.sql says the same words for the ticks it replays)."""
+
+
+def render_published_ladder(rungs: Sequence[LadderRung]) -> list[dict[str, Any]]:
+    """API.md `GET /api/market/ladder` rungs: the engine's, then the rungs windows hold now."""
+    return [
+        {
+            **shown,
+            "contestable_at": rfc3339(r.contestable_at),
+            "reason": None if r.contestable_at is None else WINDOWS_HOLD,
+        }
+        for shown, r in zip(render_ladder(rungs), rungs, strict=True)
+    ]
 
 
 def render_stats(stats: Stats) -> dict[str, Any]:
@@ -94,7 +113,7 @@ def render_stats(stats: Stats) -> dict[str, Any]:
 
 
 def render_clearing(clearing: Clearing) -> dict[str, Any]:
-    """API.md `burstmarket clear` output; payments in USD per hour, rates per GPU-hour."""
+    """docs/api.md `burstmarket clear` output; payments in USD per hour, rates per GPU-hour."""
     return {
         "winners": list(clearing.winners),
         "clusters": {

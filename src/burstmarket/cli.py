@@ -75,6 +75,13 @@ def serve(
             "the service runs on the manual clock and the simulation ticks it.",
         ),
     ] = None,
+    rate_limit: Annotated[
+        float,
+        typer.Option(min=0.0, help="Requests per second each cluster token may sustain (0: off)."),
+    ] = 50.0,
+    rate_burst: Annotated[
+        int, typer.Option(min=1, help="Requests a cluster token may make at once.")
+    ] = 200,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -86,6 +93,7 @@ def serve(
 
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
+    from burstmarket.store import StoreOpenError
 
     settings = Settings.from_env(
         clock="manual" if speed is not None else clock.value,
@@ -93,6 +101,8 @@ def serve(
         host=host,
         port=port,
         tick_seconds=tick_seconds,
+        rate_per_second=rate_limit,
+        rate_burst=rate_burst,
     )
     if (simulate or speed is not None) and settings.operator_token is None:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
@@ -114,7 +124,11 @@ def serve(
                 speed=speed,
             )
         )
-    run_server(settings)
+    try:
+        run_server(settings)
+    except StoreOpenError as exc:
+        typer.echo(f"burstmarket: {exc}", err=True)
+        raise typer.Exit(code=1) from None
 
 
 @app.command(name="simulate")
@@ -145,11 +159,14 @@ def simulate_history(
     holds a market already is continued.
     """
     import asyncio
+    import os
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from burstmarket.simulation.history import SimulateOptions, simulate, ticks_for
+    from burstmarket.store import PRIVATE_UMASK
 
+    os.umask(PRIVATE_UMASK)
     options = SimulateOptions(out=out, days=days, tick_seconds=tick_seconds, seed=seed)
     columns = (
         TextColumn("[progress.description]{task.description}"),
@@ -161,7 +178,10 @@ def simulate_history(
     with Progress(*columns) as progress:
         task = progress.add_task("ticks", total=ticks_for(options), time="")
         reached = asyncio.run(
-            simulate(options, lambda stats: progress.update(task, advance=1, time=stats["time"]))
+            simulate(
+                options,
+                lambda stats: progress.update(task, advance=1, time=stats.time.isoformat()),
+            )
         )
     typer.echo(f"simulated up to {reached.isoformat()}; history in {out / 'history'}")
 

@@ -1,72 +1,352 @@
-"""A small async client for burstmarket's HTTP API: what a tenant does, and the operator calls.
+"""A small typed client for burstmarket's HTTP API: what a tenant does, and the operator calls.
 
-The simulated tenants use exactly this client, so everything they do goes through the same
-HTTP paths as a real tenant's. Every refusal (4xx) raises `Refused` with the server's code,
-detail and figures; a 5xx raises `httpx.HTTPStatusError` (it is a bug on the server).
+Async (`TenantClient`, `OperatorClient`) and synchronous twins (`SyncTenantClient`,
+`SyncOperatorClient`) share every call: each is written once, as the requests it makes, and
+run by either. Answers are msgspec Structs; money is `Decimal` (JSON numbers read exactly),
+times are aware datetimes. What goes wrong is raised as the client's own error, a `ClientError`:
+`Refused` (a 4xx, with the server's code, detail and figures), `Unreachable` (no answer: refused
+connection, timeout) or `ServerError` (a 5xx, or an answer that is not what the API says).
 
-Ladder-aware bidding, the example the README points to: ask for `nodes` whole nodes, paying
-no more than `ceiling` per GPU-hour, at the price that would have won them on the last tick
-(plus a small margin so a little more competition does not take them at once)::
+The simulated tenants use exactly this client, so everything they do goes through the same HTTP
+paths as a real tenant's.
 
-    import asyncio
-    from burstmarket.client import TenantClient, price_to_win
+Ladder-aware bidding, as in the README: ask for 4 whole nodes, paying no more than 3.0 per
+GPU-hour, at the price it takes to win them (plus a margin)::
 
-    async def main() -> None:
-        async with TenantClient("http://127.0.0.1:8000", token="<cluster token>") as me:
-            capacity = await me.capacity()
-            ladder = await me.ladder(capacity["island"])
-            win = price_to_win(ladder, nodes=4)  # None: more nodes than the market has
-            if win is not None and win <= 3.0:
-                # bid what it takes to win, with a 10 % margin, never above our own ceiling
-                bid = min(3.0, round(win * 1.10, 4))
-                await me.declare(4 * capacity["gpus_per_node"], bid)
+    with SyncTenantClient("http://127.0.0.1:8000", token="<cluster token>") as me:
+        capacity = me.capacity()
+        rung = me.ladder(capacity.island).rung(4)
+        if rung is not None and rung.price_per_gpu_hour <= 3:
+            bid = min(Decimal(3), (rung.price_per_gpu_hour * Decimal("1.1")).quantize(TICK))
+            me.declare(4 * capacity.gpus_per_node, bid)
 
-    asyncio.run(main())
-
-`TenantClient.declare_to_win` is that example as one call.
+`declare_to_win` is that example as one call, counting the nodes the cluster already holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast, overload
 
 import httpx
+import msgspec
 
-Json = dict[str, Any]
+from burstmarket.money import to_decimal
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+Money = Decimal | int | float | str
+"""A price or amount given to the client: kept exact (a float by its shortest repr, 2.2 is 2.2)."""
+TICK = Decimal("0.0001")
+"""The price grid: a price has at most 4 decimals."""
 
 
-class Refused(Exception):
+# --- errors -----------------------------------------------------------------------------------
+
+
+class ClientError(Exception):
+    """Anything this client raises about a call."""
+
+
+class Refused(ClientError):
     """The server refused a request: HTTP 4xx with `{"error", "detail", ...figures}`."""
 
-    def __init__(self, status: int, body: Json) -> None:
+    def __init__(self, status: int, body: Mapping[str, Any]) -> None:
         self.status = status
         self.code: str = str(body.get("error", "unknown"))
         self.detail: str = str(body.get("detail", ""))
-        self.figures: Json = {k: v for k, v in body.items() if k not in ("error", "detail")}
+        self.figures: dict[str, Any] = {
+            k: v for k, v in body.items() if k not in ("error", "detail")
+        }
         super().__init__(f"{status} {self.code}: {self.detail}")
 
 
-def price_to_win(ladder: Mapping[str, Any], nodes: int) -> float | None:
-    """The ladder's price per GPU-hour to win `nodes` whole nodes now, or None if the island's
-    contestable supply is smaller than that."""
-    for rung in ladder.get("rungs", []):
-        if rung["nodes"] == nodes:
-            return float(rung["price_per_gpu_hour"])
-    return None
+class Unreachable(ClientError):
+    """No answer: the connection was refused or dropped, or the server took too long."""
 
 
-class _Api:
-    """One authenticated view of the API; many can share one `httpx.AsyncClient`."""
+class ServerError(ClientError):
+    """A 5xx (a bug on the server), or an answer that is not the shape the API promises."""
 
+
+# --- answers ----------------------------------------------------------------------------------
+
+
+class Island(msgspec.Struct, frozen=True):
+    id: str
+    gpus_per_node: int
+    nodes: int
+    reserve_price: Decimal
+    node_spec: dict[str, Any] | None = None
+    """What a node is (`gpus`: the GPU model, `cpu`, `memory`, ...), as the operator set it."""
+    base_load_cap: int = 0
+
+
+class Stats(msgspec.Struct, frozen=True):
+    """An island's market statistics at one tick; prices USD per GPU-hour."""
+
+    island: str
+    tick: int
+    time: datetime
+    vwap: Decimal | None
+    """What holders pay: the mean of the clusters' rates, weighted by their GPUs."""
+    min: Decimal | None
+    max: Decimal | None
+    gpus: int
+    clusters: int
+    pending_gpus: int
+    reserve_price: Decimal
+
+
+class TickReport(Stats, frozen=True):
+    """`OperatorClient.ticks`: one island's statistics of the last tick run, and every island's."""
+
+    islands: list[Stats]
+
+
+class Rung(msgspec.Struct, frozen=True):
+    """The price to win `nodes` whole nodes: displacing the lowest standing bids it takes."""
+
+    nodes: int
+    gpus: int
+    price_per_gpu_hour: Decimal
+    """Now, or for a rung not contestable now, at `contestable_at` against today's demand."""
+    contestable_at: datetime | None = None
+    """None: contestable now (a declaration competes for it at the next tick); else the earliest
+    time enough protection windows end for it to be."""
+    reason: str | None = None
+    """Why it cannot be contested now, in words; None when it can."""
+
+    @property
+    def contestable_now(self) -> bool:
+        return self.contestable_at is None
+
+
+class Ladder(msgspec.Struct, frozen=True):
+    island: str
+    tick: int
+    time: datetime
+    reserve_price: Decimal
+    rungs: list[Rung]
+
+    def rung(self, nodes: int) -> Rung | None:
+        """The rung for `nodes` nodes; None past every node that is or will be contestable."""
+        return next((r for r in self.rungs if r.nodes == nodes), None)
+
+
+class HeldNode(msgspec.Struct, frozen=True):
+    id: str
+    granted_at: datetime | None
+    window_ends_at: datetime | None
+    locked_price: Decimal | None
+
+
+class Capacity(msgspec.Struct, frozen=True):
+    """A VM cluster's declaration and what it holds."""
+
+    cluster: str
+    island: str
+    gpus_per_node: int
+    max_gpus: int
+    max_price_per_gpu_hour: Decimal | None
+    held_gpus: int
+    pending_gpus: int
+    nodes: list[HeldNode]
+    rate: Decimal | None
+    bid_too_low: bool
+    spend_limit: Decimal | None = None
+    pending_reason: str | None = None
+
+
+class Bid(msgspec.Struct, frozen=True):
+    """A Kubernetes cluster's limit price."""
+
+    cluster: str
+    limit_price_per_gpu_hour: Decimal | None
+    bid_too_low: bool
+    pending_reason: str | None = None
+
+
+class JobEvent(msgspec.Struct, frozen=True):
+    type: str
+    at: datetime
+    detail: str
+
+
+class Job(msgspec.Struct, frozen=True):
+    name: str
+    nodes: int
+    state: str
+    """pending | running | finished"""
+    provisioned_at: datetime | None
+    limit_price_per_gpu_hour: Decimal | None
+    rate: Decimal | None
+    node_ids: list[str]
+    events: list[JobEvent]
+    priority_class: str | None = None
+    bid_too_low: bool = False
+
+
+class SpendLimit(msgspec.Struct, frozen=True):
+    usd_per_day: Decimal | None
+    window_started_at: datetime | None
+    spent_usd: Decimal
+    committed_usd: Decimal
+    left_usd: Decimal | None
+
+
+class BillingRow(msgspec.Struct, frozen=True):
+    start: datetime
+    end: datetime
+    gpu_hours: float
+    amount_usd: Decimal
+    kind: str
+    """market | base_load"""
+    amount_units: int = 0
+    """The exact ledger sum (µUSD-per-hour × ms)."""
+
+
+class Account(msgspec.Struct, frozen=True):
+    name: str
+    balance_usd: Decimal
+    billing_hold: bool
+    clusters: list[str]
+
+
+class NewCluster(msgspec.Struct, frozen=True):
+    id: str
+    token: str
+    """Shown only here."""
+    account: str
+    island: str
+    kind: str
+
+
+# --- calls, written once for both clients --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request and the type its answer decodes into."""
+
+    method: str
+    path: str
+    answer: type[T]
+    body: Any = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+Flow = Generator[Call[Any], Any, T]
+"""A call's requests in order, each sent back its answer; returns the call's result."""
+
+
+def one(call: Call[T]) -> Flow[T]:
+    return cast(T, (yield call))
+
+
+class endpoint(Generic[P, T]):  # lower case: a decorator, like `property`
+    """A method written as a Flow, run by whichever client it is called on: awaited on the async
+    clients, returned directly on the synchronous ones."""
+
+    def __init__(self, flow: Callable[Concatenate[Any, P], Flow[T]]) -> None:
+        self.flow = flow
+        self.__doc__ = flow.__doc__
+
+    @overload
+    def __get__(
+        self, client: _AsyncApi, owner: type[Any]
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    @overload
+    def __get__(self, client: _SyncApi, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, client: Any, owner: type[Any]) -> Any:
+        flow = self.flow
+
+        if isinstance(client, _AsyncApi):
+
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                steps = flow(client, *args, **kwargs)
+                answer = None
+                try:
+                    while True:
+                        answer = await client.send(steps.send(answer))
+                except StopIteration as done:
+                    return done.value
+
+            return functools.update_wrapper(run_async, flow)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            steps = flow(client, *args, **kwargs)
+            answer = None
+            try:
+                while True:
+                    answer = client.send(steps.send(answer))
+            except StopIteration as done:
+                return done.value
+
+        return functools.update_wrapper(run, flow)
+
+
+_encoder = msgspec.json.Encoder(decimal_format="number")
+
+
+class _Transport:
+    """What both clients share: the address, the token, and reading an answer."""
+
+    def __init__(self, base_url: str, token: str | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+
+    def _request(self, call: Call[Any]) -> dict[str, Any]:
+        headers = dict(self._headers)
+        content = None
+        if call.body is not None:
+            content = _encoder.encode(call.body)
+            headers["Content-Type"] = "application/json"
+        return {
+            "method": call.method,
+            "url": self.base_url + call.path,
+            "content": content,
+            "params": {k: v for k, v in call.params.items() if v is not None},
+            "headers": headers,
+        }
+
+    @staticmethod
+    def _answer(call: Call[T], response: httpx.Response) -> T:
+        status = response.status_code
+        if 400 <= status < 500:
+            try:
+                found = msgspec.json.decode(response.content)
+            except msgspec.DecodeError:
+                found = {"error": "unknown", "detail": response.text}
+            raise Refused(status, found if isinstance(found, dict) else {})
+        if status >= 300:
+            raise ServerError(f"{call.method} {call.path}: HTTP {status}: {response.text[:200]}")
+        try:
+            return msgspec.json.decode(response.content, type=call.answer)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise ServerError(f"{call.method} {call.path}: unexpected answer: {error}") from error
+
+
+class _AsyncApi(_Transport):
     def __init__(
         self, base_url: str, token: str | None, *, http: httpx.AsyncClient | None = None
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        super().__init__(base_url, token)
         self._http = http or httpx.AsyncClient(timeout=30)
         self._owns_http = http is None
+
+    async def send(self, call: Call[T]) -> T:
+        try:
+            response = await self._http.request(**self._request(call))
+        except httpx.TransportError as error:
+            raise Unreachable(f"{call.method} {self.base_url}{call.path}: {error!r}") from error
+        return self._answer(call, response)
 
     async def __aenter__(self) -> Self:
         return self
@@ -83,180 +363,236 @@ class _Api:
         if self._owns_http:
             await self._http.aclose()
 
-    async def _call(
+
+class _SyncApi(_Transport):
+    def __init__(
+        self, base_url: str, token: str | None, *, http: httpx.Client | None = None
+    ) -> None:
+        super().__init__(base_url, token)
+        self._http = http or httpx.Client(timeout=30)
+        self._owns_http = http is None
+
+    def send(self, call: Call[T]) -> T:
+        try:
+            response = self._http.request(**self._request(call))
+        except httpx.TransportError as error:
+            raise Unreachable(f"{call.method} {self.base_url}{call.path}: {error!r}") from error
+        return self._answer(call, response)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
         self,
-        method: str,
-        path: str,
-        body: Json | None = None,
-        params: Mapping[str, Any] | None = None,
-    ) -> Any:
-        response = await self._http.request(
-            method,
-            self.base_url + path,
-            json=body,
-            params={k: v for k, v in (params or {}).items() if v is not None},
-            headers=self._headers,
-        )
-        if 400 <= response.status_code < 500:
-            try:
-                found = response.json()
-            except ValueError:
-                found = {"error": "unknown", "detail": response.text}
-            raise Refused(response.status_code, found if isinstance(found, dict) else {})
-        response.raise_for_status()
-        return response.json()
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
-    # --- public market data (no token needed) ---------------------------------------------
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
 
-    async def islands(self) -> list[Json]:
-        result: list[Json] = await self._call("GET", "/api/islands")
-        return result
 
-    async def stats(self, island: str) -> Json:
-        """The island's latest tick statistics (vwap, min, max, gpus, pending_gpus, ...)."""
-        result: Json = await self._call("GET", "/api/market/stats", params={"island": island})
-        return result
+def _price(value: Money | None) -> Decimal | None:
+    return None if value is None else to_decimal(value)
 
-    async def ladder(self, island: str, max_nodes: int | None = None) -> Json:
-        """The price-to-win ladder of the island's latest tick (see `price_to_win`)."""
+
+class _Market:
+    """Public market data (no token needed)."""
+
+    @endpoint
+    def islands(self) -> Flow[list[Island]]:
+        return one(Call("GET", "/api/islands", list[Island]))
+
+    @endpoint
+    def stats(self, island: str) -> Flow[Stats]:
+        """The island's latest tick statistics."""
+        return one(Call("GET", "/api/market/stats", Stats, params={"island": island}))
+
+    @endpoint
+    def ladder(self, island: str, max_nodes: int | None = None) -> Flow[Ladder]:
+        """The price-to-win ladder of the island's latest tick: a rung per node count, with
+        when it can be contested (`contestable_at`) if not now."""
         params = {"island": island, "max_nodes": max_nodes}
-        result: Json = await self._call("GET", "/api/market/ladder", params=params)
-        return result
+        return one(Call("GET", "/api/market/ladder", Ladder, params=params))
 
 
-class TenantClient(_Api):
+class _Tenant(_Market):
     """A cluster's view of the market (its cluster token)."""
-
-    def __init__(self, base_url: str, token: str, *, http: httpx.AsyncClient | None = None) -> None:
-        super().__init__(base_url, token, http=http)
 
     # --- VM clusters ----------------------------------------------------------------------
 
-    async def capacity(self) -> Json:
-        """What the cluster declared and holds: max_gpus, held_gpus, pending_gpus, nodes, rate."""
-        result: Json = await self._call("GET", "/api/vm/capacity")
-        return result
+    @endpoint
+    def capacity(self) -> Flow[Capacity]:
+        """What the cluster declared and holds."""
+        return one(Call("GET", "/api/vm/capacity", Capacity))
 
-    async def declare(
-        self, max_gpus: int, max_price_per_gpu_hour: float | None, release: Iterable[str] = ()
-    ) -> Json:
+    @endpoint
+    def declare(
+        self, max_gpus: int, max_price_per_gpu_hour: Money | None, release: Iterable[str] = ()
+    ) -> Flow[Capacity]:
         """Declare how many GPUs the cluster wants and the most it pays per GPU-hour; a lower
         `max_gpus` is a scale-down (nominated `release` nodes go first)."""
-        body: Json = {"max_gpus": max_gpus, "max_price_per_gpu_hour": max_price_per_gpu_hour}
+        body: dict[str, Any] = {
+            "max_gpus": max_gpus, "max_price_per_gpu_hour": _price(max_price_per_gpu_hour)}
         nominated = list(release)
         if nominated:
             body["release"] = nominated
-        result: Json = await self._call("PUT", "/api/vm/capacity", body)
-        return result
+        return one(Call("PUT", "/api/vm/capacity", Capacity, body))
 
-    async def declare_to_win(self, nodes: int, ceiling: float, margin: float = 0.10) -> Json:
-        """Ladder-aware declaration: bid the last tick's price to win `nodes` nodes plus
-        `margin`, never above `ceiling`; at the ceiling when the ladder is out of reach."""
-        capacity = await self.capacity()
-        ladder = await self.ladder(capacity["island"], max_nodes=nodes)
-        win = price_to_win(ladder, nodes)
-        bid = ceiling if win is None else min(ceiling, round(win * (1 + margin), 4))
-        return await self.declare(nodes * capacity["gpus_per_node"], bid)
+    @endpoint
+    def declare_to_win(
+        self, nodes: int, ceiling: Money, margin: Money = Decimal("0.10")
+    ) -> Flow[Capacity]:
+        """Hold `nodes` nodes in all, bidding what it takes to win the ones the cluster does not
+        hold yet (the ladder's rung for that many, plus `margin`), never above `ceiling`.
+
+        A rung that windows hold now still has its price: the demand then waits for them. With
+        nothing more to win the declaration keeps its price (at most `ceiling`); past every
+        node the island could free it bids the ceiling."""
+        top = to_decimal(ceiling)
+        capacity = yield from one(Call("GET", "/api/vm/capacity", Capacity))
+        wanted = nodes - capacity.held_gpus // capacity.gpus_per_node
+        bid = min(top, capacity.max_price_per_gpu_hour or top)
+        if wanted > 0:
+            params = {"island": capacity.island, "max_nodes": wanted}
+            ladder = yield from one(Call("GET", "/api/market/ladder", Ladder, params=params))
+            rung = ladder.rung(wanted)
+            bid = top
+            if rung is not None:
+                raised = rung.price_per_gpu_hour * (1 + to_decimal(margin))
+                bid = min(top, raised.quantize(TICK, rounding=ROUND_HALF_UP))
+        body = {"max_gpus": nodes * capacity.gpus_per_node, "max_price_per_gpu_hour": bid}
+        return (yield from one(Call("PUT", "/api/vm/capacity", Capacity, body)))
 
     # --- Kubernetes clusters --------------------------------------------------------------
 
-    async def bid(self) -> Json:
-        result: Json = await self._call("GET", "/api/k8s/bid")
-        return result
+    @endpoint
+    def bid(self) -> Flow[Bid]:
+        return one(Call("GET", "/api/k8s/bid", Bid))
 
-    async def set_bid(self, limit_price_per_gpu_hour: float) -> Json:
+    @endpoint
+    def set_bid(self, limit_price_per_gpu_hour: Money) -> Flow[Bid]:
         """The cluster's limit price, used by every job that does not set its own."""
-        body = {"limit_price_per_gpu_hour": limit_price_per_gpu_hour}
-        result: Json = await self._call("PUT", "/api/k8s/bid", body)
-        return result
+        body = {"limit_price_per_gpu_hour": to_decimal(limit_price_per_gpu_hour)}
+        return one(Call("PUT", "/api/k8s/bid", Bid, body))
 
-    async def submit_job(
+    @endpoint
+    def submit_job(
         self,
         name: str,
         nodes: int,
         *,
         priority_class: str | None = None,
-        limit_price_per_gpu_hour: float | None = None,
-    ) -> Json:
+        limit_price_per_gpu_hour: Money | None = None,
+    ) -> Flow[Job]:
         """A job of `nodes` whole-node pods: one gang, granted whole or not at all."""
-        body: Json = {"name": name, "nodes": nodes}
+        body: dict[str, Any] = {"name": name, "nodes": nodes}
         if priority_class is not None:
             body["priority_class"] = priority_class
         if limit_price_per_gpu_hour is not None:
-            body["limit_price_per_gpu_hour"] = limit_price_per_gpu_hour
-        result: Json = await self._call("POST", "/api/k8s/jobs", body)
-        return result
+            body["limit_price_per_gpu_hour"] = to_decimal(limit_price_per_gpu_hour)
+        return one(Call("POST", "/api/k8s/jobs", Job, body))
 
-    async def jobs(self) -> list[Json]:
-        result: list[Json] = await self._call("GET", "/api/k8s/jobs")
-        return result
+    @endpoint
+    def jobs(self) -> Flow[list[Job]]:
+        return one(Call("GET", "/api/k8s/jobs", list[Job]))
 
-    async def job(self, name: str) -> Json:
-        result: Json = await self._call("GET", f"/api/k8s/jobs/{name}")
-        return result
+    @endpoint
+    def job(self, name: str) -> Flow[Job]:
+        return one(Call("GET", f"/api/k8s/jobs/{name}", Job))
 
-    async def finish_job(self, name: str) -> Json:
+    @endpoint
+    def finish_job(self, name: str) -> Flow[Job]:
         """The job is done (or crashed): its nodes go idle, then back to the market."""
-        result: Json = await self._call("DELETE", f"/api/k8s/jobs/{name}")
-        return result
+        return one(Call("DELETE", f"/api/k8s/jobs/{name}", Job))
 
     # --- money ----------------------------------------------------------------------------
 
-    async def set_spend_limit(self, usd_per_day: float | None) -> Json:
-        result: Json = await self._call("PUT", "/api/spend-limit", {"usd_per_day": usd_per_day})
-        return result
+    @endpoint
+    def set_spend_limit(self, usd_per_day: Money | None) -> Flow[SpendLimit]:
+        body = {"usd_per_day": _price(usd_per_day)}
+        return one(Call("PUT", "/api/spend-limit", SpendLimit, body))
 
-    async def spend_limit(self) -> Json:
-        result: Json = await self._call("GET", "/api/spend-limit")
-        return result
+    @endpoint
+    def spend_limit(self) -> Flow[SpendLimit]:
+        return one(Call("GET", "/api/spend-limit", SpendLimit))
 
-    async def billing(
+    @endpoint
+    def billing(
         self, start: str | None = None, end: str | None = None, granularity: str = "1h"
-    ) -> list[Json]:
+    ) -> Flow[list[BillingRow]]:
         params = {"start": start, "end": end, "granularity": granularity}
-        result: list[Json] = await self._call("GET", "/api/billing", params=params)
-        return result
+        return one(Call("GET", "/api/billing", list[BillingRow], params=params))
 
 
-class OperatorClient(_Api):
+class _Operator(_Market):
     """The operator's calls (operator token): accounts, clusters, islands, manual ticks."""
 
-    async def create_account(self, name: str, balance_usd: float) -> Json:
-        body = {"name": name, "balance_usd": balance_usd}
-        result: Json = await self._call("POST", "/api/admin/accounts", body)
-        return result
+    @endpoint
+    def create_account(self, name: str, balance_usd: Money) -> Flow[Account]:
+        body = {"name": name, "balance_usd": to_decimal(balance_usd)}
+        return one(Call("POST", "/api/admin/accounts", Account, body))
 
-    async def account(self, name: str) -> Json:
-        result: Json = await self._call("GET", f"/api/admin/accounts/{name}")
-        return result
+    @endpoint
+    def account(self, name: str) -> Flow[Account]:
+        return one(Call("GET", f"/api/admin/accounts/{name}", Account))
 
-    async def credit(self, name: str, amount_usd: float) -> Json:
-        body = {"amount_usd": amount_usd}
-        result: Json = await self._call("POST", f"/api/admin/accounts/{name}/credit", body)
-        return result
+    @endpoint
+    def credit(self, name: str, amount_usd: Money) -> Flow[Account]:
+        body = {"amount_usd": to_decimal(amount_usd)}
+        return one(Call("POST", f"/api/admin/accounts/{name}/credit", Account, body))
 
-    async def create_cluster(self, account: str, island: str, kind: str, name: str) -> Json:
-        """A new cluster: `{id, token}` (the token is shown only here)."""
+    @endpoint
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> Flow[NewCluster]:
+        """A new cluster; its token is shown only in this answer."""
         body = {"account": account, "island": island, "kind": kind, "name": name}
-        result: Json = await self._call("POST", "/api/admin/clusters", body)
-        return result
+        return one(Call("POST", "/api/admin/clusters", NewCluster, body))
 
-    async def put_island(
+    @endpoint
+    def put_island(
         self,
         island: str,
         *,
         gpus_per_node: int | None = None,
         nodes: int | None = None,
-        reserve_price: float | None = None,
-    ) -> Json:
+        reserve_price: Money | None = None,
+    ) -> Flow[Island]:
         """Create an island, or change its size or reserve price."""
-        body = {"gpus_per_node": gpus_per_node, "nodes": nodes, "reserve_price": reserve_price}
-        result: Json = await self._call(
-            "PUT", f"/api/admin/islands/{island}", {k: v for k, v in body.items() if v is not None}
-        )
-        return result
+        body = {"gpus_per_node": gpus_per_node, "nodes": nodes,
+                "reserve_price": _price(reserve_price)}
+        given = {k: v for k, v in body.items() if v is not None}
+        return one(Call("PUT", f"/api/admin/islands/{island}", Island, given))
 
-    async def ticks(self, count: int = 1) -> Json:
-        """Run `count` ticks now (manual clock only): every island's statistics of the last."""
-        result: Json = await self._call("POST", "/api/admin/ticks", {"count": count})
-        return result
+    @endpoint
+    def ticks(self, count: int = 1, island: str | None = None) -> Flow[TickReport]:
+        """Run `count` ticks now (manual clock only): `island`'s statistics of the last (the
+        first island's by default) and every island's."""
+        body: dict[str, Any] = {"count": count}
+        if island is not None:
+            body["island"] = island
+        return one(Call("POST", "/api/admin/ticks", TickReport, body))
+
+
+class TenantClient(_AsyncApi, _Tenant):
+    """A cluster's calls, awaited: `async with TenantClient(url, token) as me: await ...`."""
+
+    def __init__(self, base_url: str, token: str, *, http: httpx.AsyncClient | None = None) -> None:
+        super().__init__(base_url, token, http=http)
+
+
+class SyncTenantClient(_SyncApi, _Tenant):
+    """The same calls, blocking: `with SyncTenantClient(url, token) as me: me.capacity()`."""
+
+    def __init__(self, base_url: str, token: str, *, http: httpx.Client | None = None) -> None:
+        super().__init__(base_url, token, http=http)
+
+
+class OperatorClient(_AsyncApi, _Operator):
+    """The operator's calls (and the public market data), awaited."""
+
+
+class SyncOperatorClient(_SyncApi, _Operator):
+    """The operator's calls (and the public market data), blocking."""

@@ -7,6 +7,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from burstmarket.errors import Invalid
+
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
 NS_PER_HOUR = 3600 * NS_PER_S
@@ -19,12 +21,14 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock; ticks come from the scheduler."""
+    """The wall clock, in whole milliseconds like every market time (billing splits periods at
+    millisecond boundaries); ticks come from the scheduler."""
 
     manual = False
 
     def now_ns(self) -> int:
-        return time.time_ns()
+        now = time.time_ns()
+        return now - now % NS_PER_MS
 
 
 class ManualClock:
@@ -46,9 +50,10 @@ class ManualClock:
             self._now += ns
             return self._now
 
-    def set_at_least(self, ns: int) -> None:
+    def resume(self, ns: int) -> None:
+        """Carry on from market time `ns` (a restart on a store that holds market time)."""
         with self._lock:
-            self._now = max(self._now, ns)
+            self._now = ns
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -68,3 +73,28 @@ def rfc3339(ns: int | None) -> str | None:
     if ns is None:
         return None
     return to_datetime(ns).isoformat().replace("+00:00", "Z")
+
+
+EARLIEST = EPOCH
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+"""Times a client may name: market times are int64 nanoseconds (they end in 2262), and a range
+reaching year 1 would overflow the arithmetic of a bucket or a window."""
+
+
+def parse_time(field: str, raw: str) -> datetime:
+    """An RFC 3339 time from a client, aware UTC (no offset means UTC), within EARLIEST..LATEST;
+    Invalid naming the field otherwise."""
+    try:
+        value = datetime.fromisoformat(raw)
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise Invalid(field, "must be an RFC 3339 time", value=raw) from None
+    if not EARLIEST <= value < LATEST:
+        raise Invalid(
+            field,
+            f"must be from {EARLIEST:%Y-%m-%d} to before {LATEST:%Y-%m-%d}",
+            value=raw,
+            earliest=EARLIEST.isoformat(),
+            latest=LATEST.isoformat(),
+        )
+    return value

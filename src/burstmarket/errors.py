@@ -10,15 +10,37 @@
     ├── Unauthorized     401 unauthorized     no or unknown token
     ├── Forbidden        403 forbidden        a token acting outside its own cluster
     ├── NotFound         404 not-found
-    └── Conflict         409 conflict         the request does not fit the current state
+    ├── Conflict         409 conflict         the request does not fit the current state
+    ├── MethodNotAllowed 405 method-not-allowed
+    ├── ManualClockOnly  409 manual-clock-only  manual ticks on the real clock
+    ├── TooLarge         413 too-large        a request body over the size limit
+    ├── RateLimited      429 rate-limited     a token over its request rate (Retry-After)
+    └── StoreUnavailable 503 store-unavailable  the store cannot write now (Retry-After)
 
 The one handler in the API renders `{"error": code, "detail": ..., **figures}` and logs exactly one
-line `REFUSED reason=<code> ...` per refusal.
+line `REFUSED reason=<code> ...` per refusal. Figures and details are cut short (`echo`): an
+error never repeats a huge input back to its sender or into the log.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
+
+MAX_ECHO = 200
+"""Characters of one figure (a string, or each item of a list) an error repeats back."""
+MAX_ECHO_ITEMS = 20
+MAX_DETAIL = 1000
+
+
+def echo(value: Any, limit: int = MAX_ECHO) -> Any:
+    """`value` as an error may repeat it: long strings and lists cut, with a mark."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}... ({len(value)} characters)"
+    if isinstance(value, list | tuple):
+        items = [echo(item) for item in value[:MAX_ECHO_ITEMS]]
+        return [*items, f"... ({len(value)} items)"] if len(value) > MAX_ECHO_ITEMS else items
+    return value
 
 
 class MarketError(Exception):
@@ -26,18 +48,18 @@ class MarketError(Exception):
     status: ClassVar[int] = 422
 
     def __init__(self, detail: str, **figures: Any) -> None:
+        detail = echo(detail, MAX_DETAIL)
         super().__init__(detail)
         self.detail = detail
-        self.figures = figures
+        self.figures = {key: echo(value) for key, value in figures.items()}
 
     def body(self) -> dict[str, Any]:
         return {"error": self.code, "detail": self.detail, **self.figures}
 
-    def log_line(self) -> str:
-        parts = [f"REFUSED reason={self.code}"]
-        parts += [f"{key}={value}" for key, value in self.figures.items()]
-        parts.append(f"detail={self.detail!r}")
-        return " ".join(parts)
+    def headers(self) -> dict[str, str]:
+        """HTTP headers of the answer (Retry-After for the refusals that pass with time)."""
+        wait = self.figures.get("retry_after_seconds")
+        return {} if wait is None else {"Retry-After": str(math.ceil(wait))}
 
 
 class Invalid(MarketError):
@@ -101,3 +123,34 @@ class MethodNotAllowed(MarketError):
 class ManualClockOnly(MarketError):
     code = "manual-clock-only"
     status = 409
+
+
+class TooLarge(MarketError):
+    code = "too-large"
+    status = 413
+
+
+class RateLimited(MarketError):
+    code = "rate-limited"
+    status = 429
+
+    def __init__(self, retry_after_seconds: int, **figures: Any) -> None:
+        super().__init__(
+            f"too many requests for this token; retry after {retry_after_seconds} s",
+            retry_after_seconds=retry_after_seconds,
+            **figures,
+        )
+
+
+class StoreUnavailable(MarketError):
+    """The store failed to read or write (a full disk, an I/O error): nothing was written;
+    the same request may succeed once the fault is gone."""
+
+    code = "store-unavailable"
+    status = 503
+
+    def __init__(self, fault: str, retry_after_seconds: int = 5) -> None:
+        super().__init__(
+            f"the store cannot write now ({fault}); nothing was changed, retry later",
+            retry_after_seconds=retry_after_seconds,
+        )

@@ -11,7 +11,7 @@ from typing import Any
 class TickCommitted:
     """One island's tick, durable in the store. Published only after the transaction commits.
 
-    `stats` and `ladder` are JSON-ready dicts in exactly the shapes of API.md
+    `stats` and `ladder` are JSON-ready dicts in exactly the shapes of docs/api.md
     `GET /api/market/stats` and `GET /api/market/ladder` (USD floats at the display edge).
     """
 

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 MICROS_PER_USD = 1_000_000
 PRICE_STEP = 100  # 0.0001 USD in µUSD: the price grid
 MAX_PRICE = 1_000 * MICROS_PER_USD
+MAX_PRICE_USD = Decimal(MAX_PRICE).scaleb(-6)
 
 
 class MoneyError(ValueError):
@@ -38,7 +39,7 @@ def parse_price(value: object, *, allow_zero: bool = False) -> int:
     price = to_decimal(value)
     if price < 0 or (price == 0 and not allow_zero):
         raise MoneyError("must be greater than 0" if not allow_zero else "must not be negative")
-    if price * MICROS_PER_USD > MAX_PRICE:
+    if price > MAX_PRICE_USD:  # compared, not multiplied: 1e999999999 is a valid Decimal
         raise MoneyError("must be at most 1000 USD per GPU-hour")
     if price != price.quantize(Decimal("0.0001")):
         raise MoneyError("has more than 4 decimal places")
@@ -48,7 +49,7 @@ def parse_price(value: object, *, allow_zero: bool = False) -> int:
 def parse_amount(value: object) -> int:
     """A dollar amount (limits, balances) -> µUSD, refusing more than 6 decimals."""
     amount = to_decimal(value)
-    if abs(amount) > Decimal(10) ** 12:
+    if amount.copy_abs() > Decimal(10) ** 12:  # copy_abs: exact, never an overflow
         raise MoneyError("is out of range")
     if amount != amount.quantize(Decimal("0.000001")):
         raise MoneyError("has more than 6 decimal places")

@@ -22,6 +22,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from burstmarket.market.service import Market
+from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,12 @@ class TickScheduler:
             began = self._monotonic()
             try:
                 event = await anyio.to_thread.run_sync(self.market.tick, island, at)
-            except Exception:
-                log.exception("tick of island %s failed; nothing of it was committed", island)
+            except Exception as exc:
+                fault = store_fault(exc)
+                if fault is None:
+                    log.exception("tick of island %s failed; nothing of it was committed", island)
+                else:  # a full disk: one line, and the next interval tries again
+                    log.warning("tick of island %s not committed: %s", island, fault.detail)
                 continue
             stats = event.stats
             figures.append(

@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import uvicorn
 
 from burstmarket.api.app import create_app
 from burstmarket.feed.wire import FeedWebSocketProtocol
+from burstmarket.logsafe import one_line
 from burstmarket.settings import Settings
+from burstmarket.store import PRIVATE_UMASK
 
 
-class _Format(logging.Formatter):
+class LogFormat(logging.Formatter):
     """Refusal lines stand alone (they begin with `REFUSED reason=`, greppable); the rest carry
-    time, level and logger."""
+    time, level and logger. Every message is one line, whatever text it carries (logsafe.py);
+    a traceback's lines are indented, so none of them can pass for a line of its own."""
 
     def format(self, record: logging.LogRecord) -> str:
+        message = one_line(record.getMessage())
         if record.name == "burstmarket.refused":
-            return record.getMessage()
-        return super().format(record)
+            return message
+        line = f"{self.formatTime(record)} {record.levelname} {record.name}: {message}"
+        if record.exc_info:
+            trace = self.formatException(record.exc_info)
+            line += "".join(f"\n  | {one_line(text)}" for text in trace.splitlines())
+        return line
 
 
 def configure_logging() -> None:
     handler = logging.StreamHandler()
-    handler.setFormatter(_Format("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(LogFormat())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -38,7 +47,10 @@ At 1 ms, bench/bench_api.py at 500 PUT/s gave fewer requests over 50 ms in 3 of 
 
 
 def serve(settings: Settings) -> None:
+    """Run the service; StoreOpenError if its data directory cannot be used (cli.py says so in
+    one line)."""
     configure_logging()
+    os.umask(PRIVATE_UMASK)
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
     app = create_app(settings)
     logging.getLogger(__name__).info(
@@ -60,4 +72,5 @@ def serve(settings: Settings) -> None:
         # frame, built once, to every subscriber; no per-subscriber compression.
         ws=FeedWebSocketProtocol,
         ws_per_message_deflate=False,
+        ws_max_size=settings.max_body_bytes,  # a client's frame, like a request body
     )

@@ -31,8 +31,16 @@ class Settings:
     operator_token: str | None = None
     """From BURSTMARKET_OPERATOR_TOKEN; without it the operator endpoints are closed."""
     clock_start: datetime | None = None
-    """Manual clock only: market time of an empty data dir (BURSTMARKET_CLOCK_START, RFC 3339);
-    tests use it to put the market just before midnight. Default: the wall clock at start."""
+    """Manual clock only: market time of a new data dir (BURSTMARKET_CLOCK_START, RFC 3339);
+    tests use it to put the market just before midnight. Default: the wall clock at start. A
+    data dir that holds market time resumes from it and ignores this (docs/market.md "Time")."""
+    rate_per_second: float = 50.0
+    """Requests per second each cluster token may sustain (`--rate-limit`; 0 turns the limit
+    off); past it, `rate-limited` (429) with Retry-After. The operator token has no limit."""
+    rate_burst: int = 200
+    """Requests a cluster token may make at once above `rate_per_second` (`--rate-burst`)."""
+    max_body_bytes: int = 1_048_576
+    """Largest request body accepted; a larger one is refused `too-large` (413)."""
 
     @property
     def database_path(self) -> Path:
@@ -59,4 +67,6 @@ class Settings:
         )
         if settings.tick_ms < 1:
             raise ValueError("tick-seconds must be at least 0.001")
+        if settings.rate_per_second < 0 or settings.rate_burst < 1:
+            raise ValueError("the rate limit must be at least 0 and the burst at least 1")
         return settings

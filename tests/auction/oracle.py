@@ -1,4 +1,4 @@
-"""A brute-force reference auction, written from MARKET.md alone, for islands of at most 8 units.
+"""A brute-force reference auction, from docs/market.md alone, for islands of at most 8 units.
 
 Nothing here shares code with the engine (only its input types and the price grid): winner
 determination and every V(·) enumerate all subsets of units; the core constraints enumerate all
@@ -30,7 +30,7 @@ class Brute:
     """Every subset of the auction's units, with its nodes, value over reserve and clusters."""
 
     def __init__(self, units: Sequence[Unit], reserve: int, gpus_per_node: int) -> None:
-        # MARKET.md step 3: a unit priced under the reserve is not in the auction at all
+        # docs/market.md step 5: a unit priced under the reserve is not in the auction at all
         self.indexed = [(i, u) for i, u in enumerate(units) if u.price >= reserve]
         if len(self.indexed) > MAX_UNITS + 1:  # + 1: the ladder's newcomer
             raise ValueError("the oracle enumerates subsets: at most 8 units")
@@ -84,7 +84,7 @@ class Brute:
 
 @dataclass(frozen=True)
 class Expected:
-    """What MARKET.md says one island's tick must produce. Money µUSD per hour, reserve included."""
+    """What docs/market.md says one island's tick produces (µUSD per hour, reserve included)."""
 
     value: int
     winners: tuple[str, ...]
@@ -189,7 +189,7 @@ def price_to_win(island: IslandInput, nodes: int) -> int:
     r, g = island.reserve_price, island.gpus_per_node
     if wins_in_full(island, nodes, r):
         return r
-    # start near the price MARKET.md predicts; the scan alone decides the answer: winning only
+    # start near the price docs/market.md predicts; the scan alone decides the answer: winning only
     # gets easier as the price rises, so the first winning price above a losing one is lowest
     brute = Brute(island.units, r, g)
     displaced = brute.best(island.nodes) - brute.best(island.nodes - nodes)

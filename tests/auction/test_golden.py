@@ -1,4 +1,4 @@
-"""Small cases worked out by hand from MARKET.md (money in µUSD: 1 USD = 1_000_000)."""
+"""Small cases worked out by hand from docs/market.md (money in µUSD: 1 USD = 1_000_000)."""
 
 from __future__ import annotations
 

@@ -229,7 +229,7 @@ def test_the_same_input_clears_the_same_way_twice(island: IslandInput) -> None:
 def test_the_oracle_agrees_with_cases_worked_by_hand() -> None:
     # Guards the oracle itself, so that a misreading shared with the engine cannot pass silently.
     usd = 1_000_000
-    # MARKET.md step 5: singles at 6 and 6 beat a 2-node gang at 10; VCG 4 and 4, core 5 and 5
+    # docs/market.md step 7: singles at 6 and 6 beat a 2-node gang at 10; VCG 4 and 4, core 5 and 5
     island = IslandInput(
         nodes=2,
         gpus_per_node=1,

@@ -53,3 +53,17 @@ def declare(
 ) -> Any:
     body = {"max_gpus": gpus, "max_price_per_gpu_hour": price, **extra}
     return server.client.put("/api/vm/capacity", json=body, headers=auth)
+
+
+def set_bid(server: Server, auth: dict[str, str], price: float) -> Any:
+    body = {"limit_price_per_gpu_hour": price}
+    return ok(server.client.put("/api/k8s/bid", json=body, headers=auth))
+
+
+def submit_job(server: Server, auth: dict[str, str], name: str, nodes: int) -> Any:
+    body = {"name": name, "nodes": nodes}
+    return ok(server.client.post("/api/k8s/jobs", json=body, headers=auth), 201)
+
+
+def read_job(server: Server, auth: dict[str, str], name: str) -> Any:
+    return ok(server.client.get(f"/api/k8s/jobs/{name}", headers=auth))

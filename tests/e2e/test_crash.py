@@ -62,7 +62,8 @@ def test_kill_9_mid_run_loses_no_committed_tick_and_bills_nothing_twice(
             """
         ).fetchall()
         assert broken == []
-        # one charge per cluster per tick, exactly the rate × GPUs × tick length
+        # one charge per cluster per tick for its interval, exactly the rate × GPUs × tick
+        # length (a late tick also bills the held time since the last interval ended)
         charges = con.execute(
             """
             SELECT count(*), count(DISTINCT (l.tick, l.cluster)),
@@ -71,12 +72,26 @@ def test_kill_9_mid_run_loses_no_committed_tick_and_bills_nothing_twice(
             FROM ledger l JOIN cluster_rates r
               ON r.island = l.island AND r.tick = l.tick AND r.cluster = l.cluster
             WHERE l.kind = 'charge' AND l.island = 'crash'
+              AND l.period_start = epoch_us(r.time) * 1000
             """
         ).fetchone()
+        # held time is billed once: what a tick bills before its own interval starts where the
+        # previous tick's interval ended (or later, after a restart: downtime is not billed)
+        overlaps = con.execute(
+            """
+            SELECT count(*) FROM ledger l JOIN ticks t ON t.island = l.island AND t.tick = l.tick
+            JOIN ticks p ON p.island = t.island AND p.tick = t.tick - 1
+            WHERE l.kind = 'charge' AND l.island = 'crash' AND l.node IS NULL
+              AND l.period_end = epoch_us(t.time) * 1000
+              AND l.period_start < epoch_us(p.time) * 1000 + 50000000
+            """
+        ).fetchone()
+        assert overlaps == (0,)
         rates = con.execute("SELECT count(*) FROM cluster_rates WHERE island = 'crash'").fetchone()
         orphans = con.execute(
             """
-            SELECT count(*) FROM ledger l WHERE l.kind = 'charge' AND NOT EXISTS (
+            SELECT count(*) FROM ledger l WHERE l.kind = 'charge' AND l.tick IS NOT NULL
+              AND NOT EXISTS (
                 SELECT 1 FROM ticks t WHERE t.island = l.island AND t.tick = l.tick)
             """
         ).fetchone()

@@ -4,12 +4,23 @@ uncordon returns the node as idle capacity. Time moves only by POST /api/admin/t
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tests.conftest import Server
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    read_job,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 TICK_HOURS = 300 / 3600
 
@@ -169,3 +180,108 @@ def test_the_new_operator_paths_are_in_the_openapi_document(shared_server: Serve
         assert f"/api/admin/islands/{{island_id}}/nodes/{{node_id}}/{action}" in paths
     assert "/api/admin/islands/{island_id}/nodes" in paths
     assert "post" in paths["/api/admin/clusters/{cluster_id}/base-load"]
+
+
+def test_a_replacement_that_reclaims_a_node_is_billed_from_its_first_tick(
+    shared_server: Server,
+) -> None:
+    """kg's job holds n0 under a 2 h window, a VM at 5.0 holds n1 under 1 h; n0 goes dark.
+    When the VM's window lapses, the replacement takes n1 ahead of the VM's bid: from that very
+    tick kg holds it, pays for it, and the statistics count it."""
+    server = shared_server
+    make_island(server, "recl", nodes=2, reserve=1.0)
+    make_account(server, "recl-acct", balance=1000)
+    k = make_cluster(server, "recl-acct", "recl", "k8s", "recl-k")
+    vm = make_cluster(server, "recl-acct", "recl", "vm", "recl-vm")
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
+    ok(declare(server, vm, 8, 5))
+    tick(server, island="recl")
+    (lost,) = read_job(server, k, "train")["node_ids"]
+    tick(server, count=2, island="recl")
+    _act(server, "recl", lost, "dark")
+    billed_before = sum(r["gpu_hours"] for r in _billed(server, k))
+    stats = tick(server, count=9, island="recl")  # the VM's window runs 12 ticks
+    assert stats["gpus"] == 8  # the VM alone; kg is owed a replacement, nowhere to put it
+    assert read_job(server, k, "train")["node_ids"] == []
+
+    stats = tick(server, island="recl")  # one hour after the grant: the VM's window lapses
+    job = read_job(server, k, "train")
+    (replacement,) = job["node_ids"]
+    assert replacement != lost
+    assert job["events"][-1]["type"] == "NodeReplaced"
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 0
+    assert (stats["gpus"], stats["clusters"]) == (8, 1)  # held from this tick, and counted
+    assert job["rate"] == 2.0  # the VM it displaced would pay 5: the window's cap, 2
+    billed = sum(r["gpu_hours"] for r in _billed(server, k))
+    assert billed == pytest.approx(billed_before + 8 * TICK_HOURS)
+
+
+def test_a_dark_idle_node_is_owed_a_replacement_only_until_its_grace_ends(
+    shared_server: Server,
+) -> None:
+    """The job finishes 70 minutes in (past the 1 h hold: a 5-minute idle grace is left) and
+    the idle node goes dark: a replacement is owed until the grace would have ended, not for
+    the rest of the window, so a node freed later goes to the market, not to an idle right."""
+    server = shared_server
+    make_island(server, "dkid", nodes=2, reserve=1.0)
+    make_account(server, "dkid-acct", balance=1000)
+    k = make_cluster(server, "dkid-acct", "dkid", "k8s", "dkid-k")
+    holder = make_cluster(server, "dkid-acct", "dkid", "vm", "dkid-holder")
+    waiter = make_cluster(server, "dkid-acct", "dkid", "vm", "dkid-waiter")
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
+    ok(declare(server, holder, 8, 5))
+    first = tick(server, island="dkid")
+    ok(declare(server, waiter, 8, 3))
+    (node,) = read_job(server, k, "train")["node_ids"]
+    tick(server, count=14, island="dkid")  # 70 minutes
+    ok(server.client.delete("/api/k8s/jobs/train", headers=k))  # idle, grace to 75 minutes
+    dark = _act(server, "dkid", node, "dark")
+    grace_end = datetime.fromisoformat(first["time"]) + timedelta(minutes=75)
+    assert datetime.fromisoformat(dark["replacement_owed_until"]) == grace_end
+    assert grace_end < datetime.fromisoformat(dark["window_ends_at"])
+
+    tick(server, island="dkid")  # 75 minutes: the grace is over, so is the right
+    assert _nodes(server, "dkid")[node]["replacement_owed_until"] is None
+    ok(declare(server, holder, 0, None))  # a node comes free
+    tick(server, island="dkid")
+    assert ok(server.client.get("/api/vm/capacity", headers=waiter))["held_gpus"] == 8
+    held = [n for n in _nodes(server, "dkid").values() if n["cluster"] == "dkid-k"]
+    assert [n["id"] for n in held] == [node]  # only the dark node itself, unbilled
+
+
+def test_an_uncordoned_node_competes_and_events_never_contradict_in_one_tick(
+    server: Server,
+) -> None:
+    """The uncordoned node comes back as idle capacity outside any window (its replacement
+    took the window): a waiting job placed on it bids at its own price, and a higher bid takes
+    the node at once. The job was never running: no Provisioned, no Preempted. (10-second
+    ticks: the node is still inside its 5-minute idle grace.)"""
+    make_island(server, "unc2", nodes=3, reserve=1.0)
+    make_account(server, "unc2-acct", balance=1000)
+    k = make_cluster(server, "unc2-acct", "unc2", "k8s", "unc2-k")
+    vm = make_cluster(server, "unc2-acct", "unc2", "vm", "unc2-vm")
+    set_bid(server, k, 2)
+    submit_job(server, k, "one", 1)
+    tick(server, island="unc2")
+    (node,) = read_job(server, k, "one")["node_ids"]
+    _act(server, "unc2", node, "cordon")
+    ok(declare(server, vm, 16, 9))
+    tick(server, island="unc2")  # the replacement and the VM share the two other nodes
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 8
+
+    back = _act(server, "unc2", node, "uncordon")
+    assert (back["state"], back["cluster"], back["window_ends_at"]) == ("held", "unc2-k", None)
+    submit_job(server, k, "two", 1)
+    tick(server, island="unc2")
+    two = read_job(server, k, "two")
+    assert two["state"] == "pending"
+    assert [e["type"] for e in two["events"]] == []
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 16
+    assert _nodes(server, "unc2")[node]["cluster"] == "unc2-vm"
+    for job in ok(server.client.get("/api/k8s/jobs", headers=k)):
+        by_time: dict[str, set[str]] = {}
+        for event in job["events"]:
+            by_time.setdefault(event["at"], set()).add(event["type"])
+        assert all(not {"Provisioned", "Preempted"} <= kinds for kinds in by_time.values())

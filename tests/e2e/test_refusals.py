@@ -16,6 +16,7 @@ from tests.e2e.support import bearer, declare, make_account, make_cluster, make_
 def market(shared_server: Server) -> dict[str, Any]:
     server = shared_server
     make_island(server, "ref-island", nodes=2, reserve=2.0)
+    tick(server, island="ref-island")  # market data exists (the series cases need it)
     make_account(server, "rich", balance=1000)
     make_account(server, "broke", balance=0)
     vm = make_cluster(server, "rich", "ref-island", "vm", "r-vm")
@@ -185,6 +186,22 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
         ("GET", "/api/k8s/jobs/theirs", k8s, None, 404, "not-found"),
         ("GET", "/api/no-such-endpoint", vm, None, 404, "not-found"),
         ("DELETE", "/api/vm/capacity", vm, None, 405, "method-not-allowed"),
+        ("PUT", "/api/vm/capacity", vm, b"[" * (1 << 20) + b"]" * 8, 413, "too-large"),
+        ("POST", "/api/k8s/jobs", k8s, {"name": "j", "nodes": 1, "priority_class": "p" * 254},
+         422, "invalid"),
+        ("PUT", "/api/vm/capacity", vm, {"max_gpus": 0, "release": ["n"] * 10_001}, 422,
+         "invalid"),
+        ("GET", "/static/%00", {}, None, 404, "not-found"),
+        ("GET", "/static/" + "a" * 5000, {}, None, 404, "not-found"),
+        ("GET", "/api/vm/capacity", {"Authorization": "Bearer jeton-é".encode()}, None, 401,
+         "unauthorized"),
+        ("GET", "/api/admin/accounts/rich", {"Authorization": "Bearer jeton-é".encode()}, None,
+         401, "unauthorized"),
+        ("GET", "/api/market/series?island=ref-island&end=0001-01-02&interval=1d&limit=10",
+         {}, None, 422, "invalid"),
+        ("GET", "/api/market/series?island=ref-island&start=0001-01-01T00:00:00%2B01:00",
+         {}, None, 422, "invalid"),
+        ("GET", "/api/billing?end=0001-01-02", vm, None, 422, "invalid"),
         ("POST", "/api/admin/clusters/r-block/base-load", operator, BLOCK, 409, "one-per-cluster"),
     ]
 
@@ -192,8 +209,9 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
 def test_the_cases_cover_every_refusal_code() -> None:
     every = {cls.code for cls in _subclasses(MarketError)}
     cases = {case[-1] for case in _cases(dict.fromkeys(("vm", "k8s", "limited", "poor")), {})}
-    # manual-clock-only needs a real-clock server: its own test below
-    assert every - cases == {"manual-clock-only"}
+    # each needs a server of its own: manual-clock-only a real clock (below), rate-limited a
+    # low limit, store-unavailable a fault (tests/e2e/test_hostile.py)
+    assert every - cases == {"manual-clock-only", "rate-limited", "store-unavailable"}
 
 
 def _subclasses(cls: type[MarketError]) -> list[type[MarketError]]:
@@ -221,6 +239,12 @@ def test_every_refusal_has_its_code_and_exactly_one_line(
         assert len(after) == len(before) + 1, (code, path, after[len(before) :])
         if code == "invalid":
             assert "field" in payload, payload
+        if code == "method-not-allowed":
+            allowed = set(response.headers["allow"].split(", "))
+            assert {"GET", "PUT"} <= allowed, allowed
+            assert method not in allowed
+        if path.startswith("/static/"):
+            assert len(response.text) < 2000  # the 5,000-character path is not echoed whole
     log = server.log()
     assert "Traceback" not in log
     for token in (market["vm"]["Authorization"].split()[1], server.token):

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Server, StartServer
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    set_bid,
+    submit_job,
+    tick,
+)
 
 
 def test_the_window_starts_at_the_first_spend_not_at_midnight(start_server: StartServer) -> None:
@@ -133,3 +142,53 @@ def test_billing_hold_reclaims_and_a_credit_lifts_it(shared_server: Server) -> N
     assert capacity["held_gpus"] == 8
     assert capacity["pending_reason"] is None
     assert ok(declare(server, c, 0, None))["held_gpus"] == 0  # and scaling down always works
+
+
+def test_a_raise_that_lifts_the_cap_commits_what_it_adds(shared_server: Server) -> None:
+    """Raising a VM ceiling lifts the cap of the node held under its window (docs/market.md
+    "Windows"), so the worst case of the rest of the window grows: it is committed at the
+    raise, and a raise whose worst case does not fit the limit is refused."""
+    server = shared_server
+    make_island(server, "lift", nodes=1, reserve=1.0)
+    make_account(server, "lift-acct", balance=10_000)
+    c = make_cluster(server, "lift-acct", "lift", "vm", "lift-c")
+    rival = make_cluster(server, "lift-acct", "lift", "vm", "lift-rival")
+    ok(server.client.put("/api/spend-limit", json={"usd_per_day": 40}, headers=c))
+    ok(declare(server, c, 8, 2))
+    tick(server, island="lift")
+    ok(declare(server, rival, 8, 5))
+    committed = ok(server.client.get("/api/spend-limit", headers=c))["committed_usd"]
+    assert committed == pytest.approx(2 * 8 * 55 / 60, abs=1e-6)
+
+    ok(declare(server, c, 8, 4))  # 2 more per GPU-hour for the 55 minutes left: it fits
+    raised = ok(server.client.get("/api/spend-limit", headers=c))
+    assert raised["committed_usd"] == pytest.approx(4 * 8 * 55 / 60, abs=1e-6)
+
+    before = len([x for x in server.refused_lines() if "reason=spend-limit cluster=lift-c" in x])
+    refused = declare(server, c, 8, 6)  # 14.67 more; 40 - 0.67 spent - 29.33 left 10
+    assert refused.status_code == 402
+    assert refused.json()["error"] == "spend-limit"
+    after = len([x for x in server.refused_lines() if "reason=spend-limit cluster=lift-c" in x])
+    assert after == before + 1
+    assert ok(server.client.get("/api/vm/capacity", headers=c))["max_price_per_gpu_hour"] == 4.0
+    tick(server, island="lift")
+    capacity = ok(server.client.get("/api/vm/capacity", headers=c))
+    assert capacity["rate"] == 4.0  # the rival's 5 shows through the lifted cap, up to 4
+
+
+def test_a_kubernetes_raise_commits_what_it_adds_too(shared_server: Server) -> None:
+    server = shared_server
+    make_island(server, "klift", nodes=1, reserve=1.0)
+    make_account(server, "klift-acct", balance=10_000)
+    k = make_cluster(server, "klift-acct", "klift", "k8s", "klift-k")
+    ok(server.client.put("/api/spend-limit", json={"usd_per_day": 60}, headers=k))
+    set_bid(server, k, 2)
+    submit_job(server, k, "train", 1)
+    tick(server, island="klift")  # 2 x 8 x 2 h = 32 committed, 0.67 spent
+    set_bid(server, k, 3)
+    committed = ok(server.client.get("/api/spend-limit", headers=k))["committed_usd"]
+    assert committed == pytest.approx(3 * 8 * 115 / 60, abs=1e-6)
+    refused = server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 4}, headers=k)
+    assert refused.status_code == 402
+    assert refused.json()["error"] == "spend-limit"
+    assert ok(server.client.get("/api/k8s/bid", headers=k))["limit_price_per_gpu_hour"] == 3.0

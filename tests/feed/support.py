@@ -30,6 +30,7 @@ from burstmarket.errors import MarketError
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
 from burstmarket.feed.wire import FeedWebSocketProtocol
+from burstmarket.market.refusals import refusal_line
 
 SCHEMA = Path(__file__).with_name("schema.sql")
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
@@ -92,8 +93,9 @@ class MarketDB:
         cur = self.con.cursor()
         cur.execute("BEGIN TRANSACTION")
         cur.execute(
-            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve)],
+            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve),
+             Decimal(TICK.total_seconds())],
         )
         for name, (held, _) in holdings.items():
             amount = (rates[name] * held * Decimal(TICK.total_seconds()) / 3600).quantize(SIX)
@@ -107,7 +109,7 @@ class MarketDB:
             "price": pa.array(prices, pa.decimal128(18, 6)),
         })
         cur.execute(
-            "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price FROM rungs_table",
+            "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
             [island, tick, when, gpus_per_node],
         )
         cur.execute("COMMIT")
@@ -118,7 +120,8 @@ class MarketDB:
             "pending_gpus": pending, "reserve_price": float(Decimal(reserve)),
         }
         rungs = [
-            {"nodes": n, "gpus": n * gpus_per_node, "price_per_gpu_hour": float(p)}
+            {"nodes": n, "gpus": n * gpus_per_node, "price_per_gpu_hour": float(p),
+             "contestable_at": None, "reason": None}
             for n, p in enumerate(prices, start=1)
         ]
         return TickCommitted(
@@ -134,7 +137,7 @@ def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None
         """
         INSERT INTO ticks
         SELECT $island, t, $start + (t - 1) * INTERVAL 10 SECOND, $vwap, $vwap, $vwap, 8, 1, 0,
-               1.5
+               1.5, 10
         FROM range($first, $stop) AS r(t)
         """,
         {"island": island, "start": START, "vwap": Decimal(vwap), "first": ticks.start,
@@ -150,7 +153,7 @@ def free_port() -> int:
 
 def render_error(request: Request[Any, Any, Any], exc: MarketError) -> Response[Any]:
     """The contract's error rendering (the service's app has the one real handler)."""
-    logging.getLogger("burstmarket.api").warning(exc.log_line())
+    logging.getLogger("burstmarket.api").warning(refusal_line(exc))
     return Response(exc.body(), status_code=exc.status)
 
 

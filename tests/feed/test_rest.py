@@ -77,7 +77,8 @@ def test_refusals_name_the_field_and_never_500(
 
 
 def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str, Any]]:
-    """The candle definition, computed by hand from what the ticks published."""
+    """The candle definition, computed by hand from what the ticks published: the candle of the
+    latest tick is still open."""
     buckets: dict[int, list[dict[str, Any]]] = {}
     for event in events:
         start = int(event.time.timestamp()) // seconds * seconds
@@ -93,7 +94,7 @@ def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str
             "vwap": float(vwap.quantize(SIX)),
             "min": min(r["min"] for r in priced), "max": max(r["max"] for r in priced),
             "gpu_hours": float((Decimal(sum(r["gpus"] for r in rows) * 10) / 3600).quantize(SIX)),
-            "ticks": len(rows), "start": start,
+            "ticks": len(rows), "start": start, "closed": start != max(buckets),
         })
     return out
 
@@ -152,6 +153,11 @@ def test_series_reads_history_and_live_rows_without_counting_twice(
     assert get(server, "/api/market/series", **params).json() == before
     # A retention job trims the live table from the old end: history fills in.
     server.db.con.execute("DELETE FROM ticks WHERE island = 'east' AND tick <= 45")
+    assert get(server, "/api/market/series", **params).json() == before
+    # History written before ticks recorded their interval counts the configured one (10 s).
+    for part in (tmp_path / "history" / "ticks").rglob("*.parquet"):
+        server.db.con.execute(
+            f"COPY (SELECT * EXCLUDE (tick_seconds) FROM '{part}') TO '{part}' (FORMAT parquet)")
     assert get(server, "/api/market/series", **params).json() == before
     assert before == [{**c, "start": before[i]["start"]}
                       for i, c in enumerate(expected_candles(events, 300))]

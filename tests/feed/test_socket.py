@@ -39,7 +39,8 @@ def test_snapshot_then_one_update_per_tick_gap_free(server: FeedServer) -> None:
         # 2.5 * 16 + 3.1 * 8 over 24 GPUs = 2.7: the writer's own figures, as published.
         assert stats["data"] == {"vwap": 2.7, "min": 2.5, "max": 3.1, "gpus": 24, "clusters": 2,
                                  "pending_gpus": 0, "reserve_price": 1.5}
-        assert ladder["data"]["rungs"][1] == {"nodes": 2, "gpus": 16, "price_per_gpu_hour": 3.1001}
+        assert ladder["data"]["rungs"][1] == {"nodes": 2, "gpus": 16, "price_per_gpu_hour": 3.1001,
+                                              "contestable_at": None, "reason": None}
 
         seen: dict[str, list[int]] = {"stats:east": [], "ladder:east": []}
         for tick in range(2, 6):
@@ -229,7 +230,8 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             server.tick("east", 51, ladder=ladder[:1])
             update = recv(fast)
             assert (update["tick"], update["data"]["rungs"]) == (
-                51, [{"nodes": 1, "gpus": 8, "price_per_gpu_hour": 2.0}])
+                51, [{"nodes": 1, "gpus": 8, "price_per_gpu_hour": 2.0, "contestable_at": None,
+                      "reason": None}])
 
 
 def test_a_server_without_the_feed_wire_refuses_websockets(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import TABLES
-from tests.feed.support import MarketDB, backfill
+from tests.feed.support import START, MarketDB, backfill
 
 LADDER = ["2.1", "2.2", "2.35"]
 
@@ -35,10 +36,13 @@ def history(root: Path, table: str) -> list[tuple[object, ...]]:
 
 
 def live(db: MarketDB, table: str, before: str) -> list[tuple[object, ...]]:
-    """The live rows of closed windows, in the history's column order (island last)."""
+    """The live rows of closed windows in the history's column order: each with its tick's
+    interval (`ticks` has its own), island last."""
+    interval = "" if table == "ticks" else "t.tick_seconds,"
     rows = db.con.execute(
-        f"SELECT * EXCLUDE (island), island FROM {table} WHERE time < TIMESTAMPTZ '{before}' "
-        "ORDER BY ALL"
+        f"SELECT x.* EXCLUDE (island), {interval} x.island FROM {table} AS x "
+        "JOIN ticks AS t ON t.island = x.island AND t.tick = x.tick "
+        f"WHERE x.time < TIMESTAMPTZ '{before}' ORDER BY ALL"
     ).fetchall()
     return rows
 
@@ -73,8 +77,24 @@ def test_closed_windows_are_exported_then_compacted_per_month(tmp_path: Path) ->
     times = duckdb.sql(
         f"SELECT time FROM '{root}/ticks/island=east/month=2025-03/*.parquet'").fetchall()
     assert times == sorted(times)
-    # Nothing half-written is left among the data files.
+    # Nothing half-written is left among the data files, and no work directory beside them
+    # (a reader's `**/*.parquet` from the data dir would count its copies twice).
     assert not [p for p in root.rglob("*") if p.is_file() and p.suffix != ".parquet"]
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == ["history"]
+
+
+def test_through_closes_the_window_of_the_last_tick(tmp_path: Path) -> None:
+    db = MarketDB(tmp_path / "market.duckdb")
+    root = tmp_path / "history"
+    commit(db, range(1, 31))  # 23:00:00 .. 23:04:50: one window, still open
+    HistoryExporter(db, root).run()
+    assert files(root, "ticks") == []
+    # the market stopped at 23:05 (a simulation ends): nothing more can come into that window
+    HistoryExporter(db, root).run(through=START + timedelta(minutes=5))
+    assert files(root, "ticks") == [
+        "island=east/month=2025-03/20250331T230000Z_20250331T230500Z.parquet"]
+    for table in TABLES:
+        assert history(root, table) == live(db, table, "2025-03-31 23:05:00+00")
 
 
 def test_closed_days_are_compacted_while_the_month_runs(tmp_path: Path) -> None:

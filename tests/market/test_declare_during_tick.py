@@ -202,3 +202,24 @@ def test_declarations_racing_many_ticks_never_leave_a_cluster_over_its_demand(
         assert declared.result(timeout=60)["max_gpus"] == want
         assert harness.held_nodes() * GPUS <= want
         assert harness.hot_copy_is_true()
+
+
+def test_a_declaration_answers_after_one_whose_bookkeeping_failed(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    committed = Hot._committed
+    failed: list[bool] = []
+
+    def fails_once(hot: Hot) -> None:
+        if not failed:
+            failed.append(True)
+            raise RuntimeError("bookkeeping failed")
+        committed(hot)
+
+    monkeypatch.setattr(Hot, "_committed", fails_once)
+    with pytest.raises(RuntimeError, match="bookkeeping failed"):
+        harness.declare(GPUS)
+    assert harness.declare(2 * GPUS)["max_gpus"] == 2 * GPUS
+    assert harness.hot_copy_is_true()
+    harness.tick()
+    assert harness.held_nodes() == 2

@@ -19,6 +19,7 @@ from burstmarket.market.model import (
     Node,
 )
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
+from tests.market.test_tick import vm
 
 G = 8
 USD = 1_000_000
@@ -27,7 +28,7 @@ INTERVAL = 300 * NS_PER_S
 
 
 def k8s(cid: str, limit: int | None = 2 * USD, account: str = "acct") -> Cluster:
-    return Cluster(cid, account, "i", "k8s", 0, None, 0, limit, None, None, None)
+    return Cluster(cid, account, "i", "k8s", 0, None, [], limit, None, None, None)
 
 
 def nodes(count: int) -> list[Node]:
@@ -181,3 +182,28 @@ def test_node_count_is_conserved_and_no_node_is_held_twice(
         assert out.clearing.stats.gpus == G * sum(
             1 for _, _, kind in out.allocations if kind != "base_load"
         )
+
+
+def test_a_step_down_with_no_price_is_locked_at_the_lowest_rate_the_tick_clears() -> None:
+    """Two VM bids at 5 and 4 win the two market nodes over one at 3: each pays 3. The block's
+    node steps down at the end of its term, late, with no price declared: locked at 3, not at
+    the reserve, and billed from the end of the term at that lock."""
+    island = nodes(3)
+    k = k8s("k", limit=None)
+    bidders = [vm("a", G, 5 * USD), vm("b", G, 4 * USD), vm("c", G, 3 * USD)]
+    b = block("k", 1, hours=1)
+    jobs = [job("k", "steady", 1)]
+    run([k, *bidders], island, T0, jobs, [b])
+    assert jobs[0].state == "running"
+    late = b.ends_at + 120 * NS_PER_S
+    out = run([k, *bidders], island, late, jobs, [b])
+    (stepped,) = [n for n in island if n.cluster == "k"]
+    assert stepped.block is None
+    assert stepped.locked_price == 3 * USD
+    assert {c: cc.rate for c, cc in out.clearing.clusters.items() if c != "k"} == {
+        "a": 3 * USD,
+        "b": 3 * USD,
+    }
+    (since_end,) = [e for e in out.ledger if e.kind == "charge" and e.node == stepped.id]
+    assert (since_end.period_start, since_end.period_end) == (b.ends_at, late)
+    assert since_end.rate == 3 * USD

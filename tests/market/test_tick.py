@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burstmarket.clock import NS_PER_HOUR, NS_PER_MS, NS_PER_S
-from burstmarket.market.model import Cluster, Island, Node
+from burstmarket.market.model import Cluster, Island, Node, Tranche
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 
 G = 8
@@ -17,7 +17,8 @@ INTERVAL = 600 * NS_PER_S
 
 
 def vm(cid: str, gpus: int, price: int, since: int = 0) -> Cluster:
-    return Cluster(cid, "acct", "i", "vm", gpus, price, since, None, None, None, None)
+    demand = [Tranche(gpus // G, since, 0)] if gpus else []
+    return Cluster(cid, "acct", "i", "vm", gpus, price, demand, None, None, None, None)
 
 
 def nodes(count: int) -> list[Node]:

@@ -1,15 +1,23 @@
-"""`burstmarket simulate` and `burstmarket export`, run as commands, read back with DuckDB."""
+"""`burstmarket simulate` and `burstmarket export`, run as commands, read back with DuckDB: two
+whole UTC days of history, every README query on it with the right GPU-hours, its data dictionary
+against the real files, nothing stray beside it, and the service serving it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from datetime import time as dt_time
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import polars as pl
 import pytest
 
-from tests.conftest import BURSTMARKET
+from burstmarket.history.dictionary import HISTORY, PARTITIONS
+from tests.conftest import BURSTMARKET, StartServer
+from tests.history.test_readme_queries import blocks
 
 TABLES = ("ticks", "cluster_rates", "allocations", "ladder")
 
@@ -29,9 +37,10 @@ def query(sql: str) -> list[tuple[object, ...]]:
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Half a day of history at 30-minute ticks: 24 ticks per island."""
-    out = tmp_path_factory.mktemp("simulated")
-    printed = run("simulate", "--days", "0.5", "--out", str(out), "--seed", "7")
+    """Two days of history at 30-minute ticks: 96 ticks per island. The data dir is named
+    `data`, so the README's queries run on it as written from the folder holding it."""
+    out = tmp_path_factory.mktemp("simulated") / "data"
+    printed = run("simulate", "--days", "2", "--out", str(out), "--seed", "7")
     assert "history in" in printed
     return out
 
@@ -50,9 +59,15 @@ def test_simulate_writes_history_of_both_islands_through_the_real_market(
     )
     assert [row[0] for row in ticks] == ["edge", "ref"]
     for _, count, first, last, distinct in ticks:
-        # consecutive tick numbers; the last window is still open, so not exported yet
-        assert (first, distinct, last) == (1, count, count)
-        assert 20 <= count <= 24
+        # consecutive tick numbers, every one of them exported, the last one's window too
+        assert (count, first, distinct, last) == (96, 1, 96, 96)
+    # two whole UTC days, midnight to midnight, on both islands
+    spans = query(f"SELECT island, min(time), max(time) FROM {parquet(history, 'ticks')} "
+                  "GROUP BY island ORDER BY island")
+    for _, first_time, last_time in spans:
+        assert isinstance(first_time, datetime)
+        assert first_time.astimezone(UTC).time() == dt_time(0, 0)
+        assert last_time == first_time + timedelta(days=2) - timedelta(minutes=30)
     # a contested market: most ticks clear above the reserve, and the vwap moves
     moving = query(
         f"SELECT island, count(*) FILTER (WHERE vwap > reserve_price), count(DISTINCT vwap) "
@@ -61,11 +76,13 @@ def test_simulate_writes_history_of_both_islands_through_the_real_market(
     for island, above, distinct_vwaps in moving:
         assert above >= 10, island
         assert distinct_vwaps >= 5, island
-    # nobody pays below the reserve in force at that tick
+    # nobody pays below the reserve in force at that tick, but for nodes locked under their
+    # window at a price the operator's newer reserve overtook (MARKET.md: the lock wins)
     below = query(
         f"SELECT count(*) FROM {parquet(history, 'cluster_rates')} r "
         f"JOIN {parquet(history, 'ticks')} t USING (island, tick) "
-        f"WHERE r.rate < t.reserve_price"
+        f"JOIN {parquet(history, 'allocations')} a USING (island, tick, cluster) "
+        f"WHERE r.rate < t.reserve_price AND a.kind != 'protected'"
     )
     assert below == [(0,)]
 
@@ -119,3 +136,89 @@ def test_commands_explain_themselves() -> None:
     assert "--simulate" in run("serve", "--help")
     assert "--speed" in run("serve", "--help")
     assert "--days" in run("simulate", "--help")
+
+
+def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> None:
+    # no work or trash directory left beside the history: a glob over the data dir reads it all
+    assert sorted(p.name for p in simulated.iterdir() if p.is_dir()) == ["history"]
+    layout = re.compile(r"history/(ticks|cluster_rates|allocations|ladder)/island=(ref|edge)/"
+                        r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet")
+    found = [str(p.relative_to(simulated)) for p in simulated.rglob("*") if p.is_file()
+             and p.parent != simulated]
+    assert found
+    assert [f for f in found if not layout.fullmatch(f)] == []
+    ((rows,),) = query(f"SELECT count(*) FROM read_parquet('{simulated}/**/*.parquet', "
+                       "hive_partitioning = true)")
+    ((each,),) = query("SELECT " + " + ".join(
+        f"(SELECT count(*) FROM {parquet(simulated / 'history', t)})" for t in TABLES))
+    assert rows == each
+
+
+def ledger_gpu_hours(simulated: Path, key: str) -> dict[tuple[Any, ...], float]:
+    """GPU-hours billed, from the ledger's charge rows (GPU-ms, exact): the truth to check the
+    history's figures against."""
+    with duckdb.connect(str(simulated / "market.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            f"SELECT {key}, sum(gpu_ms) / 3600000 FROM (SELECT *, "
+            "make_timestamp(ts // 1000) AS billed_at FROM ledger "
+            "WHERE kind = 'charge') GROUP BY ALL").fetchall()
+    return {tuple(row[:-1]): float(row[-1]) for row in rows}
+
+
+def test_every_readme_query_runs_on_simulated_history_with_the_right_gpu_hours(
+    simulated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(simulated.parent)  # the queries read `data/history/...`, as written
+    hourly, per_day, percentiles = (query(text) for text in blocks("sql"))
+    billed = ledger_gpu_hours(simulated, "island, time_bucket(INTERVAL 1 HOUR, billed_at)")
+    assert len(hourly) >= 2 * 47  # two islands, every hour once the tenants have arrived
+    assert {(island, hour): gpu_hours for island, hour, _, gpu_hours in hourly} == billed
+    # 30-minute ticks: an hour holds two, so an island of 64 nodes of 8 GPUs is at most 1024
+    assert max(g for island, _, _, g in hourly if island == "ref") > 512 / 2
+    assert max(g for island, _, _, g in hourly if island == "ref") <= 512
+    per_cluster = ledger_gpu_hours(simulated, "cluster, CAST(billed_at AS DATE)")
+    assert {(cluster, day): gpu_hours for cluster, day, _, gpu_hours in per_day} == per_cluster
+    assert {island for island, *_ in percentiles} == {"edge", "ref"}
+
+    (code,) = blocks("python")
+    scope: dict[str, Any] = {}
+    exec(code, scope)
+    polars_hourly: pl.DataFrame = scope["hourly_vwap"]
+    assert polars_hourly["gpu_hours"].to_list() == [row[3] for row in hourly]
+    # Polars multiplies in binary floats: the 6th decimal of a mean may round the other way
+    assert polars_hourly["vwap"].to_list() == pytest.approx([row[2] for row in hourly], abs=2e-6)
+    polars_daily: pl.DataFrame = scope["cost_per_day"]
+    assert {(c, d): round(g, 6) for c, d, _, g in polars_daily.rows()} == per_cluster
+
+
+def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Path) -> None:
+    history = simulated / "history"
+    for table in HISTORY:
+        described = query(f"DESCRIBE SELECT * FROM {parquet(history, table.name)}")
+        assert [(name, kind) for name, kind, *_ in described] == [
+            (c.name, c.type) for c in (*table.columns, *PARTITIONS)], table.name
+        for column in table.columns:
+            if not column.nullable:
+                ((nulls,),) = query(f"SELECT count(*) FROM {parquet(history, table.name)} "
+                                    f"WHERE {column.name} IS NULL")
+                assert nulls == 0, (table.name, column.name)
+    # the ladder's later rungs reached the history: windows held every node at some tick
+    ((later,),) = query(f"SELECT count(*) FROM {parquet(history, 'ladder')} "
+                        "WHERE contestable_at IS NOT NULL AND contestable_at > time")
+    assert later > 0
+
+
+def test_the_service_serves_simulated_history_in_its_own_units(
+    simulated: Path, start_server: StartServer
+) -> None:
+    # a service at its default 10-s ticks reads the simulated 30-minute ticks at their own
+    server = start_server("--clock", "manual", data_dir=simulated)
+    candles = server.client.get("/api/market/series",
+                                params={"island": "ref", "interval": "1d"}).json()
+    ticks = parquet(simulated / "history", "ticks")
+    days = query(f"SELECT sum(gpus * tick_seconds) / 3600 FROM {ticks} WHERE island = 'ref' "
+                 "GROUP BY CAST(timezone('UTC', time) AS DATE) ORDER BY ALL")
+    assert sorted(c["gpu_hours"] for c in candles) == sorted(float(d) for (d,) in days)
+    assert [c["closed"] for c in candles] == [True, False]  # the latest tick's day is open
+    dictionary = server.client.get("/schema/history.json").json()
+    assert [t["name"] for t in dictionary["tables"]] == [t.name for t in HISTORY]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from burstmarket.sqlfiles import sql
 from burstmarket.store import Database
 from burstmarket.store.database import MIGRATIONS
 
@@ -22,12 +24,13 @@ CONTRACT = {
         "clusters",
         "pending_gpus",
         "reserve_price",
+        "tick_seconds",
         "core_rounds",
         "core_exact",
     ],
     "cluster_rates": ["island", "tick", "time", "cluster", "gpus", "rate", "amount_usd"],
     "allocations": ["island", "tick", "time", "cluster", "node", "kind"],
-    "ladder": ["island", "tick", "time", "nodes", "gpus", "price"],
+    "ladder": ["island", "tick", "time", "nodes", "gpus", "price", "contestable_at"],
 }
 
 
@@ -65,6 +68,32 @@ def test_market_data_tables_have_the_contract_columns(tmp_path: Path) -> None:
     assert types["vwap"] == "DECIMAL(18,6)"
     assert types["time"] == "TIMESTAMP WITH TIME ZONE"
     db.close()
+
+
+def test_ticks_written_before_schema_4_learn_their_interval_from_what_they_billed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "market.duckdb"
+    with duckdb.connect(str(path)) as con:  # a store as schema 3 left it
+        con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for version, name in enumerate(MIGRATIONS[:3], start=1):
+            con.execute(sql(name))
+            con.execute("INSERT INTO schema_version VALUES (?)", [version])
+        con.execute(
+            "INSERT INTO ticks VALUES ('a', 1, '2025-01-01 00:00Z', 2, 2, 2, 8, 1, 0, 1),"
+            " ('a', 2, '2025-01-01 00:30Z', NULL, NULL, NULL, 0, 0, 0, 1),"
+            " ('b', 1, '2025-01-01 00:00Z', NULL, NULL, NULL, 0, 0, 0, 1)")
+        # tick 1 of `a` billed one cluster 30 minutes in advance
+        con.execute(
+            "INSERT INTO ledger (ts, account, cluster, island, tick, kind, period_start,"
+            " period_end, gpus, gpu_ms, rate, units) VALUES (0, 'x', 'c', 'a', 1, 'charge', 0,"
+            " 1800000000000, 8, 14400000, 2000000, 1)")
+    db = Database(path)
+    rows = db.cursor().execute(
+        "SELECT island, tick, tick_seconds FROM ticks ORDER BY island, tick").fetchall()
+    db.close()
+    # a tick that billed nobody takes its island's interval (the default on one that never did)
+    assert rows == [("a", 1, Decimal("1800")), ("a", 2, Decimal("1800")), ("b", 1, Decimal("10"))]
 
 
 def test_a_failed_write_leaves_nothing_behind(tmp_path: Path) -> None:

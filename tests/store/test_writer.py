@@ -89,3 +89,30 @@ def test_a_refusal_and_a_failing_job_leave_the_others_committed(tmp_path: Path) 
     names = db.cursor().execute("SELECT name FROM accounts ORDER BY name").fetchall()
     assert names == [("first",), ("hooked",), ("last",)]
     db.close()
+
+
+def test_a_failing_after_commit_hook_fails_its_batch_and_the_writer_lives_on(
+    tmp_path: Path,
+) -> None:
+    db = Database(tmp_path / "market.duckdb")
+    forgotten: list[str] = []
+
+    def failing_hook(batch: Batch) -> str:
+        batch.cur.execute("INSERT INTO accounts VALUES ('hooked', 0)")
+
+        def fail() -> None:
+            raise RuntimeError("bookkeeping failed")
+
+        batch.after_commit(fail)
+        batch.on_rollback(lambda: forgotten.append("hooked"))
+        return "hooked"
+
+    with pytest.raises(RuntimeError, match="bookkeeping failed"):
+        db.submit(failing_hook).result(timeout=60)
+    assert forgotten == ["hooked"]  # what memory kept of the batch is forgotten
+    # the writer still answers, batch after batch
+    assert db.submit(_insert("next")).result(timeout=60) == "next"
+    assert db.submit(_insert("after")).result(timeout=60) == "after"
+    names = db.cursor().execute("SELECT name FROM accounts ORDER BY name").fetchall()
+    assert names == [("after",), ("hooked",), ("next",)]  # the failed hook's batch committed
+    db.close()

@@ -1,4 +1,8 @@
-"""Bearer tokens: a cluster token acts on its own cluster, the operator token on /api/admin/*."""
+"""Bearer tokens: a cluster token acts on its own cluster, the operator token on /api/admin/*.
+
+Each cluster token's requests are counted against its rate limit (api/ratelimit.py) as soon as
+the token is known, before any work; the operator token has none (the operator's own tools).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 from litestar import Request
 
+from burstmarket.api.ratelimit import RateLimits
 from burstmarket.errors import Forbidden, Unauthorized
 from burstmarket.market.service import Market
 
@@ -22,10 +27,15 @@ def _bearer(request: AnyRequest) -> str | None:
 
 
 def _is_operator(token: str, operator_token: str | None) -> bool:
-    return operator_token is not None and hmac.compare_digest(token, operator_token)
+    # bytes: compare_digest refuses str with non-ASCII characters, and a header may carry any
+    return operator_token is not None and hmac.compare_digest(
+        token.encode(), operator_token.encode()
+    )
 
 
-def cluster_of(request: AnyRequest, market: Market, operator_token: str | None) -> str:
+def cluster_of(
+    request: AnyRequest, market: Market, operator_token: str | None, limits: RateLimits
+) -> str:
     """The id of the cluster whose token made the request (from memory: never blocks)."""
     token = _bearer(request)
     if token is None:
@@ -36,6 +46,7 @@ def cluster_of(request: AnyRequest, market: Market, operator_token: str | None) 
             raise Forbidden("the operator token acts on /api/admin/* only, not on a cluster")
         raise Unauthorized("unknown token")
     request.state.cluster = cluster
+    limits.take(cluster)
     return cluster
 
 

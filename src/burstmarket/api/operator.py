@@ -19,11 +19,13 @@ from burstmarket.api.bodies import (
     Ticks,
     amount,
     decode,
+    node_spec,
     optional_price,
     price,
 )
 from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
+from burstmarket.apidoc import documented
 from burstmarket.clock import ManualClock
 from burstmarket.errors import Invalid, ManualClockOnly
 from burstmarket.events import TickCommitted
@@ -43,7 +45,7 @@ def get_islands(services: Services) -> list[Json]:
     return services.operator.islands()
 
 
-@post("/api/admin/accounts", status_code=201)
+@post("/api/admin/accounts", status_code=201, operation_class=documented(NewAccount))
 @threaded
 def post_account(request: AnyRequest, services: Services, body: bytes) -> Json:
     _operator(request, services)
@@ -58,7 +60,7 @@ def get_account(request: AnyRequest, services: Services, name: str) -> Json:
     return services.operator.account(name)
 
 
-@post("/api/admin/accounts/{name:str}/credit", status_code=200)
+@post("/api/admin/accounts/{name:str}/credit", status_code=200, operation_class=documented(Credit))
 @threaded
 def post_credit(request: AnyRequest, services: Services, name: str, body: bytes) -> Json:
     _operator(request, services)
@@ -66,7 +68,7 @@ def post_credit(request: AnyRequest, services: Services, name: str, body: bytes)
     return services.operator.credit(name, amount("amount_usd", data.amount_usd))
 
 
-@post("/api/admin/clusters", status_code=201)
+@post("/api/admin/clusters", status_code=201, operation_class=documented(NewCluster))
 @threaded
 def post_cluster(request: AnyRequest, services: Services, body: bytes) -> Json:
     _operator(request, services)
@@ -74,7 +76,7 @@ def post_cluster(request: AnyRequest, services: Services, body: bytes) -> Json:
     return services.operator.create_cluster(data.account, data.island, data.kind, data.name)
 
 
-@put("/api/admin/islands/{island_id:str}")
+@put("/api/admin/islands/{island_id:str}", operation_class=documented(IslandBody))
 @threaded
 def put_island(request: AnyRequest, services: Services, island_id: str, body: bytes) -> Json:
     _operator(request, services)
@@ -85,7 +87,7 @@ def put_island(request: AnyRequest, services: Services, island_id: str, body: by
         data.gpus_per_node,
         data.nodes,
         optional_price("reserve_price", data.reserve_price),
-        data.node_spec if set_spec else None,
+        node_spec(data.node_spec) if set_spec else None,
         set_spec,
         data.base_load_cap,
     )
@@ -128,7 +130,11 @@ def post_uncordon(request: AnyRequest, services: Services, island_id: str, node_
     return _node_action(request, services, island_id, node_id, "uncordon")
 
 
-@post("/api/admin/clusters/{cluster_id:str}/base-load", status_code=201)
+@post(
+    "/api/admin/clusters/{cluster_id:str}/base-load",
+    status_code=201,
+    operation_class=documented(BaseLoadBody),
+)
 @threaded
 def post_base_load(request: AnyRequest, services: Services, cluster_id: str, body: bytes) -> Json:
     """A base load block for a Kubernetes cluster: one live block per cluster
@@ -147,7 +153,7 @@ def get_base_load(request: AnyRequest, services: Services, cluster_id: str) -> l
     return services.operator.base_load.blocks(cluster_id)
 
 
-@post("/api/admin/ticks", status_code=200)
+@post("/api/admin/ticks", status_code=200, operation_class=documented(Ticks))
 async def post_ticks(request: AnyRequest, services: Services, body: bytes) -> Json:
     """Run `count` ticks back to back, each advancing the manual clock by one interval."""
     await anyio.to_thread.run_sync(_operator, request, services)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 
 from burstmarket.api.auth import cluster_of
 from burstmarket.api.bodies import (
@@ -29,16 +28,19 @@ from burstmarket.api.bodies import (
 )
 from burstmarket.api.services import Services
 from burstmarket.api.threads import threaded
-from burstmarket.clock import from_datetime
+from burstmarket.apidoc import documented
+from burstmarket.clock import from_datetime, parse_time
 from burstmarket.errors import Invalid
-from burstmarket.market.tenant import GRANULARITIES
+from burstmarket.market.report import GRANULARITIES
 
 AnyRequest = Request[Any, Any, Any]
 Json = dict[str, Any]
 
 
 def _me(request: AnyRequest, services: Services) -> str:
-    return cluster_of(request, services.market, services.settings.operator_token)
+    return cluster_of(
+        request, services.market, services.settings.operator_token, services.limits
+    )
 
 
 @get("/api/vm/capacity")
@@ -47,7 +49,7 @@ def get_capacity(request: AnyRequest, services: Services) -> Json:
     return services.tenant.vm_capacity(_me(request, services))
 
 
-@put("/api/vm/capacity")
+@put("/api/vm/capacity", operation_class=documented(Capacity))
 async def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
     data = decode(body, Capacity)
@@ -65,7 +67,7 @@ def get_bid(request: AnyRequest, services: Services) -> Json:
     return services.tenant.k8s_bid(_me(request, services))
 
 
-@put("/api/k8s/bid")
+@put("/api/k8s/bid", operation_class=documented(Bid))
 @threaded
 def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -75,7 +77,7 @@ def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
     )
 
 
-@post("/api/k8s/jobs", status_code=201)
+@post("/api/k8s/jobs", status_code=201, operation_class=documented(NewJob))
 @threaded
 def post_job(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -101,7 +103,7 @@ def get_job(request: AnyRequest, services: Services, job: str) -> Json:
     return services.tenant.job(_me(request, services), job)
 
 
-@patch("/api/k8s/jobs/{job:str}")
+@patch("/api/k8s/jobs/{job:str}", operation_class=documented(JobPatch))
 @threaded
 def patch_job(request: AnyRequest, services: Services, job: str, body: bytes) -> Json:
     me = _me(request, services)
@@ -132,7 +134,7 @@ def get_spend_limit(request: AnyRequest, services: Services) -> Json:
     return services.tenant.spend_limit(_me(request, services))
 
 
-@put("/api/spend-limit")
+@put("/api/spend-limit", operation_class=documented(SpendLimitBody))
 @threaded
 def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Json:
     me = _me(request, services)
@@ -142,15 +144,7 @@ def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Jso
 
 
 def _time(field: str, value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise Invalid(field, "must be an RFC 3339 time", value=value) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return from_datetime(parsed)
+    return None if value is None else from_datetime(parse_time(field, value))
 
 
 @get("/api/billing")
@@ -161,7 +155,7 @@ def get_billing(
     start: str | None = None,
     end: str | None = None,
     granularity: str = "1h",
-    output: str = Parameter(query="format", default="json"),
+    output: Annotated[str, QueryParameter(name="format")] = "json",
 ) -> Response[Any]:
     me = _me(request, services)
     if granularity not in GRANULARITIES:

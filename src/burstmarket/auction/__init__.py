@@ -1,6 +1,7 @@
 """The pure auction engine for one island: `clear(IslandInput) -> Clearing`."""
 
 from burstmarket.auction.clear import clear
+from burstmarket.auction.later import LaterRung, Release, later_rungs
 from burstmarket.auction.types import (
     Clearing,
     ClusterClearing,
@@ -15,9 +16,12 @@ __all__ = [
     "Clearing",
     "ClusterClearing",
     "IslandInput",
+    "LaterRung",
     "Protected",
+    "Release",
     "Rung",
     "Stats",
     "Unit",
     "clear",
+    "later_rungs",
 ]

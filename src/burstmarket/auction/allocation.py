@@ -1,4 +1,5 @@
-"""Winner determination with MARKET.md's tie-break, and the ladder's tie verdicts, in one pass.
+"""Winner determination with the age tie-break (docs/market.md step 6), and the ladder's tie
+verdicts, in one pass.
 
 Units are taken oldest first. Of all optimal allocations the market wants the one holding the
 oldest unit on which any two differ, so deciding units greedily in age order is exact: unit i is

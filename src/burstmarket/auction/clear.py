@@ -1,4 +1,4 @@
-"""One island's clearing: winners, payments, ladder and statistics (MARKET.md steps 3–7).
+"""One island's clearing: winners, payments, ladder and statistics (docs/market.md steps 5–10).
 
 Pure: plain values in, plain values out, no I/O, no clock. Values are µUSD per hour over the
 reserve: a unit of k nodes at price p is worth (p − r)·k·g.

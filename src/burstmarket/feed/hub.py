@@ -2,98 +2,129 @@
 
 `publish` runs on the event loop right after a tick commits and never awaits: it writes the
 tick's frame (built once) to each subscriber's transport in one loop. A subscriber whose
-transport is past its high-water mark of unsent bytes gets its frames queued instead, and a
-small drain task feeds them in as the socket empties; a queue that reaches `backlog` live
-messages marks the subscriber slow, and the connection is closed with 4008 `slow-consumer` (it
-may come back with `from_tick`). So a subscriber whose socket is full delays nobody.
+transport is past its high-water mark of unsent bytes gets its frames queued instead, and one
+small task per subscriber feeds them in as the socket empties.
+
+Every frame a subscriber is owed (live updates, snapshots, replayed ticks, answers) counts
+against one budget of `budget` frames held for it; a subscriber that would go past it is
+closed with 4008 `slow-consumer` (it may come back with `from_tick`). A replay is never loaded
+whole: it is read from the store `REPLAY_CHUNK` ticks at a time, and the next chunk only once
+the socket has taken the last one, so a client that does not read costs one chunk, not the
+replay window. A new subscribe to a channel replaces that channel's replay, and everything a
+subscriber holds is dropped when it leaves. So a slow or hostile subscriber delays nobody and
+holds a bounded amount of memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from burstmarket.feed.messages import Row
 from burstmarket.feed.wire import Wire, close_frame
 
 SLOW_CONSUMER = 4008
+REPLAY_CHUNK = 64
+"""Ticks of one channel read from the store at a time for a replay."""
+
+ReadReplay = Callable[[str, int, int], Awaitable[list[Row]]]
+"""(channel, from_tick, to_tick) -> the channel's stored rows for those ticks, in tick order."""
+
+
+@dataclass(slots=True)
+class _Replay:
+    """A channel between subscribe-with-from_tick and live."""
+
+    next_tick: int
+    """The next tick to read from the store."""
+    last_sent: int = -1
+    waiting: list[Row] = field(default_factory=list)
+    """Live rows that arrived meanwhile, in tick order."""
 
 
 class Subscriber:
     """One websocket connection's outbound side."""
 
-    def __init__(self, wire: Wire, backlog: int) -> None:
+    def __init__(self, wire: Wire, budget: int, read_replay: ReadReplay) -> None:
         self._transport = wire.transport
         self._writable = wire.writable
-        self._backlog = backlog
-        self._queue: deque[tuple[bytes, bool]] = deque()
-        """Frames waiting for the socket, each with whether it is a live message."""
-        self._live = 0
-        """Live messages in the queue. Snapshots and replays are queued on top of the bound:
-        they are finite (one replay window) and asked for, never the subscriber falling behind."""
+        self._budget = budget
+        self._read_replay = read_replay
+        self._queue: deque[bytes] = deque()
+        """Frames waiting for the socket."""
+        self._replays: dict[str, _Replay] = {}
         self._loop = asyncio.get_running_loop()
-        self._drainer: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
         self.failed = asyncio.Event()
         self.channels: set[str] = set()
-        self.joining: dict[str, list[Row]] = {}
-        """Channels between subscribe and live: their live rows wait here, in tick order."""
         self.close_code: int | None = None
         self.last_sent = self._loop.time()
+
+    @property
+    def closed(self) -> bool:
+        return self.close_code is not None or self._transport.is_closing()
 
     @property
     def idle_since(self) -> float | None:
         """When the last message left, if nothing is queued now."""
         return None if self._queue else self.last_sent
 
-    def offer(self, frame: bytes, *, granted: bool = False) -> None:
-        if self.close_code is not None or self._transport.is_closing():
+    @property
+    def held(self) -> int:
+        """Frames held for this subscriber: queued, and live ones waiting behind a replay."""
+        return len(self._queue) + sum(len(replay.waiting) for replay in self._replays.values())
+
+    def offer(self, frame: bytes) -> None:
+        if self.closed:
             return
         if not self._queue and self._writable.is_set():
             self._transport.write(frame)
             self.last_sent = self._loop.time()
             return
-        if not granted:
-            if self._live >= self._backlog:
-                self.fail(SLOW_CONSUMER)
-                return
-            self._live += 1
-        self._queue.append((frame, not granted))
-        if self._drainer is None:
-            self._drainer = self._loop.create_task(self._drain())
+        if self.held >= self._budget:
+            self.fail(SLOW_CONSUMER)
+            return
+        self._queue.append(frame)
+        self._wake()
 
     def deliver(self, row: Row) -> None:
-        """A live row of a channel this subscriber is on (or joining)."""
-        waiting = self.joining.get(row.channel)
-        if waiting is None:
+        """A live row of a channel this subscriber is on."""
+        replay = self._replays.get(row.channel)
+        if replay is None:
             self.offer(row.update)
-        elif len(waiting) >= self._backlog:
+        elif self.held >= self._budget:
             self.fail(SLOW_CONSUMER)
         else:
-            waiting.append(row)
+            replay.waiting.append(row)
 
-    def go_live(self, snapshot: Row, replay: list[Row]) -> None:
-        """Snapshot, then the replayed ticks, then the live ticks that arrived meanwhile."""
-        waiting = self.joining.pop(snapshot.channel, [])
-        self.offer(snapshot.snapshot, granted=True)
-        last = snapshot.tick
-        if replay:
-            for row in replay:
-                self.offer(row.update, granted=True)
-            last = replay[-1].tick
-        for row in waiting:
-            if row.tick > last:
-                self.offer(row.update)
-                last = row.tick
+    def start(self, snapshot: Row, from_tick: int | None) -> None:
+        """(Re)subscribe to `snapshot.channel`: its snapshot now; with `from_tick`, the ticks
+        from_tick … latest from the store as the socket takes them, then the live ones. Replaces
+        whatever replay of the channel was under way."""
+        self._replays.pop(snapshot.channel, None)
+        self.offer(snapshot.snapshot)
+        if from_tick is not None and not self.closed:
+            self._replays[snapshot.channel] = _Replay(from_tick)
+            self._wake()
+
+    def stop(self, channel: str) -> None:
+        self._replays.pop(channel, None)
 
     def fail(self, code: int) -> None:
         """Stop writing now; the connection handler then closes the connection with `code`."""
         if self.close_code is None:
             self.close_code = code
-            self._queue.clear()
-            self._live = 0
-            if self._drainer is not None:
-                self._drainer.cancel()
+            self.forget()
             self.failed.set()
+
+    def forget(self) -> None:
+        """Drop everything held and stop the work done for this subscriber (it has gone)."""
+        self._queue.clear()
+        self._replays.clear()
+        if self._writer is not None:
+            self._writer.cancel()
 
     def close(self, code: int, reason: str, timeout: float) -> None:
         """The close frame after whatever the socket still holds, then the connection is shut
@@ -115,20 +146,47 @@ class Subscriber:
 
         self._loop.call_later(timeout, check)
 
-    async def _drain(self) -> None:
-        """Feed queued frames to the transport, in order, as fast as the socket takes them."""
-        transport = self._transport
+    def _wake(self) -> None:
+        if self._writer is None and not self.closed:
+            self._writer = self._loop.create_task(self._write())
+
+    async def _write(self) -> None:
+        """Feed queued frames to the socket as fast as it takes them; once it has taken them
+        all, read the next chunk of a replay."""
         try:
-            while self._queue and not transport.is_closing():
+            while not self.closed:
                 if not self._writable.is_set():
                     await self._writable.wait()
-                    continue
-                frame, live = self._queue.popleft()
-                self._live -= live
-                transport.write(frame)
-                self.last_sent = self._loop.time()
+                elif self._queue:
+                    self._transport.write(self._queue.popleft())
+                    self.last_sent = self._loop.time()
+                elif self._replays:
+                    await self._replay_chunk()
+                else:
+                    return
         finally:
-            self._drainer = None
+            self._writer = None
+
+    async def _replay_chunk(self) -> None:
+        channel, replay = next(iter(self._replays.items()))
+        last = replay.next_tick + REPLAY_CHUNK - 1
+        rows = await self._read_replay(channel, replay.next_tick, last)
+        if self._replays.get(channel) is not replay:
+            return  # resubscribed or unsubscribed meanwhile
+        for row in rows:
+            self._send_replayed(replay, row)
+        if rows and rows[-1].tick >= last:
+            replay.next_tick = last + 1
+            return
+        # the store has nothing newer: the live rows that came meanwhile, then live
+        del self._replays[channel]
+        for row in replay.waiting:
+            self._send_replayed(replay, row)
+
+    def _send_replayed(self, replay: _Replay, row: Row) -> None:
+        if row.tick > replay.last_sent:
+            replay.last_sent = row.tick
+            self.offer(row.update)
 
 
 class Hub:
@@ -157,12 +215,11 @@ class Hub:
 
     def join(self, subscriber: Subscriber, channel: str) -> None:
         subscriber.channels.add(channel)
-        subscriber.joining[channel] = []
         self._subscribers.setdefault(channel, {})[subscriber] = None
 
     def leave(self, subscriber: Subscriber, channel: str) -> None:
         subscriber.channels.discard(channel)
-        subscriber.joining.pop(channel, None)
+        subscriber.stop(channel)
         subscribers = self._subscribers.get(channel)
         if subscribers is not None:
             subscribers.pop(subscriber, None)
@@ -176,3 +233,4 @@ class Hub:
         for channel in list(subscriber.channels):
             self.leave(subscriber, channel)
         self.connections.pop(subscriber, None)
+        subscriber.forget()

@@ -20,14 +20,17 @@ _encoder = msgspec.json.Encoder()
 
 
 def rfc3339(value: datetime) -> str:
-    """UTC, `Z`-suffixed (API.md: times are RFC 3339 UTC strings)."""
+    """UTC, `Z`-suffixed (docs/api.md: times are RFC 3339 UTC strings)."""
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def display(value: Any) -> Any:
-    """Store values at the JSON edge: Decimals become floats (≤ 6 decimals), recursively."""
+    """Store values at the JSON edge, recursively: Decimals become floats (≤ 6 decimals), times
+    RFC 3339 strings."""
     if isinstance(value, Decimal):
         return float(value)
+    if isinstance(value, datetime):
+        return rfc3339(value)
     if isinstance(value, list):
         return [display(item) for item in value]
     if isinstance(value, dict):

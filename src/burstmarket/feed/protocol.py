@@ -15,8 +15,11 @@ from burstmarket.errors import Invalid
 
 MAX_CHANNELS = 64
 """Channels one frame may name (a connection may send several frames)."""
+MAX_CHANNEL = 128
+"""Characters of a channel name (`<feed>:<island>`, an island name is at most 63)."""
 
-Channels = Annotated[list[str], msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
+Channel = Annotated[str, msgspec.Meta(max_length=MAX_CHANNEL)]
+Channels = Annotated[list[Channel], msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
 
 
 class Subscribe(msgspec.Struct, tag_field="op", tag="subscribe", forbid_unknown_fields=True):

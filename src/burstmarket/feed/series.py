@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from burstmarket.clock import parse_time
 from burstmarket.errors import Invalid
 from burstmarket.feed.messages import display, rfc3339
 from burstmarket.history.layout import floor_time, parts_between
@@ -38,8 +39,14 @@ FORMATS = {
 }
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
-COLUMNS = ("start", "open", "high", "low", "close", "vwap", "min", "max", "gpu_hours", "ticks")
-_EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus FROM ticks WHERE false)"
+COLUMNS = ("start", "open", "high", "low", "close", "vwap", "min", "max", "gpu_hours", "ticks",
+           "closed")
+_EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus, tick_seconds FROM ticks WHERE false)"
+_HISTORY = (
+    # by name, with a typed empty relation: parts written before `tick_seconds` read NULL there
+    "(SELECT NULL::DECIMAL(12, 3) AS tick_seconds WHERE false) UNION ALL BY NAME "
+    "(SELECT * FROM read_parquet($history_files, hive_partitioning = false, union_by_name = true))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,8 @@ class SeriesQuery:
     end: datetime
     limit: int
     format: str
+    open_bucket: datetime
+    """The bucket the latest tick is in: its candle is still open."""
 
     @classmethod
     def parse(cls, params: Mapping[str, str], island: str, latest: datetime) -> SeriesQuery:
@@ -67,7 +76,7 @@ class SeriesQuery:
         start = _time(params, "start") or end - width * limit
         if start >= end:
             raise Invalid("start", "must be before end", start=rfc3339(start), end=rfc3339(end))
-        return cls(island, width, start, end, limit, fmt)
+        return cls(island, width, start, end, limit, fmt, floor_time(latest, width))
 
 
 def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -84,25 +93,21 @@ def _integer(params: Mapping[str, str], name: str, default: int, low: int, high:
 
 
 def _time(params: Mapping[str, str], name: str) -> datetime | None:
-    """An RFC 3339 time; without an offset it is read as UTC."""
     raw = params.get(name)
-    if raw is None:
-        return None
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        raise Invalid(name, "must be an RFC 3339 time", value=raw) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return None if raw is None else parse_time(name, raw)
 
 
 def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds: float) -> Any:
-    """The candles as an Arrow table (blocking: run it in a worker thread)."""
+    """The candles as an Arrow table (blocking: run it in a worker thread). `tick_seconds`, the
+    configured interval, counts the ticks of history parts written before ticks recorded theirs."""
     files = [str(part.path) for part in
              parts_between(history, "ticks", query.island, query.start, query.end)]
-    source = "read_parquet($history_files, hive_partitioning = false)" if files else _EMPTY_HISTORY
+    source = f"({_HISTORY})" if files else _EMPTY_HISTORY
     params: dict[str, Any] = {
         "island": query.island, "start": query.start, "end": query.end, "width": query.width,
         "limit": query.limit, "tick_seconds": tick_seconds,
+        # naive UTC, as the SQL buckets are
+        "open_bucket": query.open_bucket.astimezone(UTC).replace(tzinfo=None),
     }
     if files:
         params["history_files"] = files

@@ -18,6 +18,7 @@ import msgspec
 from litestar import Request, Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 
+from burstmarket.apidoc import documented
 from burstmarket.errors import Invalid, MarketError, NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
@@ -35,7 +36,6 @@ from burstmarket.market.refusals import log_refusal
 
 log = logging.getLogger(__name__)
 
-_ALL_TICKS = 2**62
 _JSON = "application/json"
 
 
@@ -51,7 +51,10 @@ class FeedSettings(Protocol):
 @dataclass(frozen=True, slots=True)
 class FeedOptions:
     backlog: int = 256
-    """Live messages a subscriber may have queued before it is closed as a slow consumer."""
+    """Frames held for one subscriber (live, snapshots, replayed ticks and answers alike) past
+    which it is closed as a slow consumer."""
+    replay_reads: int = 2
+    """Replay chunks read from the store at once, whatever the number of subscribers."""
     heartbeat_seconds: float = HEARTBEAT_SECONDS
     """Silence on a connection after which it gets a heartbeat."""
     close_timeout: float = 5.0
@@ -74,6 +77,9 @@ class Feed:
         self._history_due: dict[str, datetime] = {}
         self._history_kick = asyncio.Event()
         self._sql_ticks: asyncio.Queue[tuple[FeedSpec, str, int]] = asyncio.Queue()
+        self._replay_reads = asyncio.Semaphore(options.replay_reads)
+        self._floors: dict[tuple[str, str], tuple[int, int]] = {}
+        """(feed, island) -> (latest tick, oldest tick a replay may start from at that tick)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._asyncapi = msgspec.json.encode(document(self.specs, options.ws_path))
@@ -203,7 +209,7 @@ class Feed:
             await socket.close(1011, "server misconfigured")
             return
         await socket.accept()
-        subscriber = Subscriber(wire, self.options.backlog)
+        subscriber = Subscriber(wire, self.options.backlog, self._read_replay)
         self._hub.attach(subscriber)
         reader = asyncio.create_task(self._read(socket, subscriber))
         failed = asyncio.create_task(subscriber.failed.wait())
@@ -219,7 +225,7 @@ class Feed:
             subscriber.close(SLOW_CONSUMER, "slow-consumer", self.options.close_timeout)
 
     async def _read(self, socket: WebSocket[Any, Any, Any], subscriber: Subscriber) -> None:
-        while True:
+        while not subscriber.closed:  # frames queued by a peer that has gone are not worked on
             message = await socket.receive()
             if message["type"] == "websocket.disconnect":
                 return
@@ -229,7 +235,7 @@ class Feed:
                 await self._handle(subscriber, frame)
             except MarketError as error:
                 log_refusal(error)
-                subscriber.offer(error_frame(error), granted=True)
+                subscriber.offer(error_frame(error))
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
         if isinstance(frame, Ping):
@@ -243,29 +249,38 @@ class Feed:
             subscriber.offer(message_frame({"type": "unsubscribed", "channels": channels}))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
-        """All channels or none: every channel and `from_tick` is checked before joining."""
+        """All channels or none: every channel and `from_tick` is checked before joining. A
+        channel subscribed again is started again (its replay replaced, never added)."""
         channels = list(dict.fromkeys(frame.channels))
         targets = [(channel, *self._resolve(channel)) for channel in channels]
         for _, spec, island in targets:
             latest = await self.latest(spec, island)
             if frame.from_tick is not None:
                 await self._check_from_tick(spec, island, latest, frame.from_tick)
+        if subscriber.closed:
+            return
         for channel, _, _ in targets:
-            self._hub.leave(subscriber, channel)
             self._hub.join(subscriber, channel)
-        subscriber.offer(message_frame({"type": "subscribed", "channels": channels}), granted=True)
-        for channel, spec, island in targets:
-            replay: list[Row] = []
-            if frame.from_tick is not None:
-                replay = await asyncio.to_thread(
-                    self._store.rows, spec, island, frame.from_tick, _ALL_TICKS)
-            if channel in subscriber.joining:
-                subscriber.go_live(self._hub.latest[channel], replay)
+        subscriber.offer(message_frame({"type": "subscribed", "channels": channels}))
+        for channel, _, _ in targets:
+            subscriber.start(self._hub.latest[channel], frame.from_tick)
+
+    async def _read_replay(self, channel: str, from_tick: int, to_tick: int) -> list[Row]:
+        """One chunk of a replay from the store; few at once, so replays never crowd out the
+        store's other readers."""
+        spec, island = self._resolve(channel)
+        async with self._replay_reads:
+            return await asyncio.to_thread(self._store.rows, spec, island, from_tick, to_tick)
 
     async def _check_from_tick(self, spec: FeedSpec, island: str, latest: Row, tick: int) -> None:
         newest, _ = self._islands[island]
         window = timedelta(seconds=spec.replay_seconds)
-        floor = await asyncio.to_thread(self._store.replay_floor, island, latest, window)
+        known = self._floors.get((spec.name, island))
+        if known is not None and known[0] == latest.tick:
+            floor = known[1]
+        else:
+            floor = await asyncio.to_thread(self._store.replay_floor, island, latest, window)
+            self._floors[spec.name, island] = (latest.tick, floor)
         if not floor <= tick <= newest + 1:
             raise Invalid(
                 "from_tick",
@@ -289,8 +304,12 @@ class Feed:
             return row.response(cut)
 
         params = "`island` (required)" + (f", `{trim.param}`" if trim else "")
+        query: dict[str, dict[str, Any]] = {"island": {"type": "string"}}
+        if trim is not None:
+            query[trim.param] = {"type": "integer", "minimum": 0}
         return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
-                   description=f"{spec.description} Query: {params}.")(handler)
+                   description=f"{spec.description} Query: {params}.",
+                   operation_class=documented(query=query, required=("island",)))(handler)
 
     def _series_handler(self) -> BaseRouteHandler:
         history = self._settings.data_dir / "history"
@@ -309,10 +328,20 @@ class Feed:
             body = await asyncio.to_thread(run)
             return Response(body, media_type=series.FORMATS[query.format])
 
+        time = {"type": "string", "format": "date-time"}
+        query: dict[str, dict[str, Any]] = {
+            "island": {"type": "string"},
+            "interval": {"enum": list(series.INTERVALS)},
+            "start": time,
+            "end": time,
+            "limit": {"type": "integer", "minimum": 1, "maximum": series.MAX_LIMIT},
+            "format": {"enum": list(series.FORMATS)},
+        }
         return get("/api/market/series", name="market-series", summary="Candles",
                    description="Candles of the per-tick vwap. Query: `island`, "
                    "`interval` (1m|5m|1h|1d), `start`, `end`, `limit`, `format` "
-                   "(json|csv|arrow).")(handler)
+                   "(json|csv|arrow).",
+                   operation_class=documented(query=query, required=("island",)))(handler)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
         body = self._asyncapi

@@ -10,8 +10,10 @@ Compaction keeps a year to a handful of files: the parts of a closed UTC day mer
 and the parts of a closed month into one file, sorted by time. The merged month directory is
 built beside the tree (hard links for the untouched parts) and swapped in with one atomic
 `renameat2(RENAME_EXCHANGE)`, so a reader sees either the old parts or the new ones, never both
-and never neither. The replaced parts are deleted a grace period later, so a query that listed
-them just before the swap can still open them.
+and never neither. The replaced parts are deleted at once: a query that already opened one
+reads on (the file lives while it is open), and one that only listed it would not find it at
+its old path anyway, kept or not. The work directory beside the tree is removed when a run
+ends, so a reader's glob over the data dir (`**/*.parquet`) finds the history and nothing else.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ import ctypes
 import logging
 import os
 import shutil
-import time
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
@@ -43,9 +43,6 @@ from burstmarket.history.store import Database, StoreReader
 
 log = logging.getLogger(__name__)
 
-GRACE_SECONDS = 120.0
-"""How long replaced parts stay on disk after a compaction swap (for queries already planned)."""
-
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -65,21 +62,28 @@ class HistoryExporter:
         # Beside the history tree, never under it: `history/**/*.parquet` must not see it.
         self._work = root.with_name(root.name + ".work")
 
-    def run(self) -> None:
-        """Export every closed window of every island, then compact. Blocking; idempotent."""
-        # A compaction cut short leaves only unswapped copies here: never data a reader sees.
-        shutil.rmtree(self._work / "stage", ignore_errors=True)
-        for island, first, last in self._store.query("history_islands", {}):
-            until = floor_time(last, WINDOW)
-            done = exported_through(self.root, island) or floor_time(first, WINDOW)
-            self._drop_leftovers(island, done)
-            start = done
-            while start < until:
-                end = min(until, day_end(start))
-                self._export(island, start, end)
-                start = end
-            self._compact(island, max(done, until))
-        self._empty_trash(GRACE_SECONDS)
+    def run(self, through: datetime | None = None) -> None:
+        """Export every closed window of every island, then compact. Blocking; idempotent.
+
+        A window is closed once a later tick exists; `through` also closes every window that
+        ends by then, for a caller that knows no tick before it is still to come (`simulate`,
+        its market stopped: its last tick's window is history too)."""
+        try:
+            for island, first, last in self._store.query("history_islands", {}):
+                until = floor_time(last, WINDOW)
+                if through is not None:
+                    until = max(until, floor_time(through, WINDOW))
+                done = exported_through(self.root, island) or floor_time(first, WINDOW)
+                self._drop_leftovers(island, done)
+                start = done
+                while start < until:
+                    end = min(until, day_end(start))
+                    self._export(island, start, end)
+                    start = end
+                self._compact(island, max(done, until))
+        finally:
+            # what a compaction cut short leaves here is only unswapped copies: never data
+            shutil.rmtree(self._work, ignore_errors=True)
 
     def _export(self, island: str, start: datetime, end: datetime) -> None:
         for table in TABLES:
@@ -133,16 +137,5 @@ class HistoryExporter:
             params = {"files": [str(p.path) for p in group], "path": str(fresh / name)}
             self._store.query("history_compact", params)
         exchange(fresh, folder)
-        # `fresh` now holds the replaced parts: keep them a while for queries in flight.
-        trash = self._work / "trash"
-        trash.mkdir(parents=True, exist_ok=True)
-        os.replace(stage, trash / f"{time.time_ns()}-{stage.name}")
+        shutil.rmtree(stage)  # `fresh` now holds the replaced parts
         log.info("history: compacted %d parts into %d in %s", len(merged), len(groups), folder)
-
-    def _empty_trash(self, grace: float) -> None:
-        trash = self._work / "trash"
-        stale = (time.time() - grace) * 1e9
-        entries: Iterable[Path] = trash.iterdir() if trash.is_dir() else ()
-        for entry in entries:
-            if int(entry.name.split("-", 1)[0]) <= stale:
-                shutil.rmtree(entry, ignore_errors=True)

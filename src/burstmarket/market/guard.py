@@ -3,6 +3,8 @@
 A commitment is the worst case of a grant (locked price × GPUs × the longer of its window and
 its minimum hold), and then of each further hour kept. What is still outstanding of it at time
 t is the worst case of the rest of its span, so spent + outstanding never undercounts the bill.
+A raised ceiling lifts the cap of nodes already held, so it commits the difference for the rest
+of their spans (docs/market.md "Spend guard").
 """
 
 from __future__ import annotations
@@ -37,6 +39,17 @@ def outstanding(nodes: Iterable[Node], gpus_per_node: int, now: int) -> int:
         if n.commit_price is not None and n.commit_ends_at is not None and n.commit_ends_at > now:
             total += amount(n.commit_price, gpus_per_node, n.commit_ends_at - now)
     return total
+
+
+def outgrown(nodes: Iterable[Node], price: int, gpus_per_node: int, now: int) -> list[int]:
+    """For each held node, the worst case a cap raised to `price` adds to the rest of its
+    commitment (0 where it is committed at `price` or more already)."""
+    extra = []
+    for n in nodes:
+        ends, committed = n.commit_ends_at or 0, n.commit_price
+        grows = committed is not None and committed < price and ends > now
+        extra.append(amount(price - (committed or 0), gpus_per_node, ends - now) if grows else 0)
+    return extra
 
 
 def window_open(start: int | None, now: int) -> bool:

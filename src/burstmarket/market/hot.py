@@ -92,13 +92,17 @@ class Hot:
     def stage_demand(self, c: Cluster) -> None:
         self._demand[c.id] = c
 
+    def stage_nodes(self, nodes: list[Node], entries: list[Entry]) -> None:
+        """Nodes changed in memory, and their ledger rows, to write with the batch."""
+        self._nodes.update((n.id, n) for n in nodes)
+        self._ledger += entries
+
     def stage_release(self, c: Cluster, released: list[Node], entries: list[Entry]) -> None:
         """`released` (already freed in memory) leave the cluster's kept holdings."""
         _, held = self.clusters[c.id]
         gone = {n.id for n in released}
         held[:] = [n for n in held if n.id not in gone]
-        self._nodes.update((n.id, n) for n in released)
-        self._ledger += entries
+        self.stage_nodes(released, entries)
 
     def flush(self, cur: Cursor) -> None:
         """Write what is staged (before COMMIT, or before a read of the ledger in the batch)."""
@@ -114,7 +118,7 @@ class Hot:
                     "id": c.id,
                     "max_gpus": c.max_gpus,
                     "max_price": c.max_price,
-                    "demand_since": c.demand_since,
+                    "demand": [t._asdict() for t in c.demand],
                 }
                 for c in self._demand.values()
             ],
@@ -140,6 +144,7 @@ class Hot:
         for c in changed:
             kept, _ = self.clusters[c.id]
             kept.spend_window_start, kept.pending_reason = c.spend_window_start, c.pending_reason
+            kept.bid_too_low = c.bid_too_low
         for nodes_of_cluster in held.values():
             nodes_of_cluster.clear()
         for n in sorted(nodes, key=lambda n: n.idx):

@@ -1,9 +1,10 @@
 """Ledger rows: exact integer amounts in ledger units (money.LEDGER_UNITS_PER_USD), append-only.
 
 Positive units are owed by the account. `deposit` rows (credits) are negative; `charge` (a tick's
-rate × GPUs × tick length), `refund` (a scale-down or operator cordon inside a billed interval,
-negative), `hold` (a Kubernetes node's minimum hold or 5-minute increment) and `base_load` (a
-base load block's 5-minute step, or its negative rest when the block is cancelled) are billed;
+rate × GPUs × tick length, and held time since the last billed moment), `refund` (a scale-down or
+operator cordon inside a billed interval, negative), `hold` (a Kubernetes node's minimum hold or
+5-minute increment) and `base_load` (a base load block's 5-minute step, or its negative rest
+when the block is cancelled) are billed;
 `commitment` and `release` are the spend guard's worst-case record, never billed and never in
 the balance.
 """
@@ -48,36 +49,48 @@ def amount(rate: int, gpus: int, span_ns: int) -> int:
     return rate * gpus * (span_ns // NS_PER_MS)
 
 
-def refund_rest(
+def period_entry(
+    kind: str,
     at: int,
     account: str,
     cluster: str,
     island: str,
-    node: str,
-    rate: int,
+    start: int,
+    end: int,
     gpus: int,
-    billed: tuple[int, int] | None,
-) -> Entry | None:
-    """The negative rest of the interval the last tick billed in advance for one node, from
-    `at`: billing for the node stops at once."""
-    if billed is None or billed[1] <= at:
-        return None
-    start = max(at, billed[0])
-    span = billed[1] - start
+    rate: int,
+    *,
+    tick: int | None = None,
+    node: str | None = None,
+) -> Entry:
+    """A billed row: `gpus` GPUs (negative: undone) at `rate` over [start, end)."""
+    ms = (end - start) // NS_PER_MS
     return Entry(
         at=at,
         account=account,
-        kind=REFUND,
-        units=-amount(rate, gpus, span),
+        kind=kind,
+        units=rate * gpus * ms,
         cluster=cluster,
         island=island,
+        tick=tick,
         node=node,
         period_start=start,
-        period_end=billed[1],
-        gpus=-gpus,
-        gpu_ms=-gpus * (span // NS_PER_MS),
+        period_end=end,
+        gpus=gpus,
+        gpu_ms=gpus * ms,
         rate=rate,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Billed:
+    """How far an island's market billing has gone: its last tick billed [start, end) in
+    advance, at each cluster's rate. Held time before `floor`, when the service started, is never
+    billed: time the service was not running is nobody's (docs/market.md "Billing")."""
+
+    start: int
+    end: int
+    floor: int = 0
 
 
 def stop_billing(
@@ -87,15 +100,28 @@ def stop_billing(
     n: Node,
     gpus: int,
     rate: int | None,
-    billed: tuple[int, int] | None,
+    billed_so_far: Billed | None,
 ) -> list[Entry]:
-    """Billing for node `n` stops at `at`: the rest of the interval billed in advance at `rate`
-    is refunded and the node's spend-guard commitment released (its commitment fields clear)."""
+    """Billing for node `n` stops at `at`, exactly: the part of the interval billed in advance
+    after `at` is refunded, held time not billed yet up to `at` is charged (at `rate`, the
+    cluster's rate in force, else the node's locked price), and the node's spend-guard
+    commitment is released (its billing and commitment fields clear)."""
     entries: list[Entry] = []
-    if rate is not None:
-        refund = refund_rest(at, account, cluster, n.island, n.id, rate, gpus, billed)
-        if refund is not None:
-            entries.append(refund)
+
+    def row(kind: str, start: int, end: int, count: int, price: int) -> Entry:
+        island = n.island
+        return period_entry(kind, at, account, cluster, island, start, end, count, price, node=n.id)
+
+    since: int | None = n.billed_until
+    if since is None and billed_so_far is not None:
+        since = billed_so_far.end
+        if rate is not None and at < since:
+            entries.append(row(REFUND, max(at, billed_so_far.start), since, -gpus, rate))
+    if since is not None:
+        since = max(since, billed_so_far.floor if billed_so_far is not None else 0)
+        price = rate if rate is not None else n.locked_price
+        if price is not None and at > since:
+            entries.append(row(CHARGE, since, at, gpus, price))
     ends = n.commit_ends_at or 0
     if n.commit_price is not None and ends > at:
         entries.append(
@@ -110,5 +136,5 @@ def stop_billing(
                 gpus=gpus,
             )
         )
-    n.commit_price = n.commit_ends_at = None
+    n.commit_price = n.commit_ends_at = n.billed_until = None
     return entries

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from burstmarket.clock import NS_PER_HOUR, NS_PER_S
 
@@ -51,6 +51,39 @@ def priority(priority_class: str | None) -> int:
     return PRIORITY_CLASSES.get(priority_class or "", 0)
 
 
+Age = tuple[int, int]
+"""(since, seq): when a demand was first declared, then the order the market accepted it in
+(docs/market.md "Demand"). Smaller is older; older demand wins ties."""
+
+
+class Tranche(NamedTuple):
+    """`nodes` VM units first declared at `since`, accepted as the `seq`-th write of demand."""
+
+    nodes: int
+    since: int
+    seq: int
+
+
+def unit_ages(demand: list[Tranche]) -> list[Age]:
+    """The age of every declared VM unit, oldest first."""
+    return [(t.since, t.seq) for t in demand for _ in range(t.nodes)]
+
+
+def resized(demand: list[Tranche], nodes: int, since: int, seq: int) -> list[Tranche]:
+    """The tranches of a declaration of `nodes` units: growing dates only the added units
+    (`since`, `seq`); lowering drops the youngest units first."""
+    kept: list[Tranche] = []
+    left = nodes
+    for t in demand:
+        if left <= 0:
+            break
+        kept.append(t._replace(nodes=min(t.nodes, left)))
+        left -= t.nodes
+    if left > 0:
+        kept.append(Tranche(left, since, seq))
+    return kept
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -85,11 +118,18 @@ class Cluster(Row):
     kind: str
     max_gpus: int
     max_price: int | None
-    demand_since: int
+    demand: list[Tranche]
+    """VM units as tranches, oldest first (their nodes add up to max_gpus / gpus_per_node)."""
     limit_price: int | None
     spend_limit: int | None
     spend_window_start: int | None
     pending_reason: str | None
+    bid_too_low: bool = False
+    """The cluster's bid-too-low verdict at its island's last tick."""
+
+    def __post_init__(self) -> None:
+        # the store gives tranches as dicts (a list of structs)
+        self.demand = [t if isinstance(t, Tranche) else Tranche(**t) for t in self.demand]
 
 
 @dataclass(slots=True)
@@ -112,6 +152,9 @@ class Node(Row):
     """Out of service inside a window: the cluster is owed a replacement until then."""
     block: str | None = None
     """The base load block holding the node."""
+    billed_until: int | None = None
+    """Set while a market node's billing is out of step with its island's (back from an
+    uncordon): billing resumes from it. None: billed as far as the island's last tick billed."""
 
     def window_open(self, now: int) -> bool:
         return self.window_ends_at is not None and self.window_ends_at > now
@@ -122,11 +165,20 @@ class Node(Row):
     def owed(self, now: int) -> bool:
         return self.owed_until is not None and self.owed_until > now
 
+    def idle_release_at(self, reserve: int) -> int:
+        """When an idle Kubernetes node goes: past its minimum hold and its idle grace, or at
+        once if its locked price could never clear (the grace holds capacity only at a price
+        that clears)."""
+        assert self.idle_since is not None
+        if self.locked_price is None or self.locked_price < reserve:
+            return self.idle_since
+        return max(self.hold_until or 0, self.idle_since + IDLE_GRACE_NS)
+
     def free(self) -> None:
         """Back to the island (an out-of-service node stays out of service)."""
         self.cluster = self.job = self.block = self.owed_until = None
         self.granted_at = self.window_ends_at = self.hold_until = self.idle_since = None
-        self.locked_price = self.commit_price = self.commit_ends_at = None
+        self.locked_price = self.commit_price = self.commit_ends_at = self.billed_until = None
 
 
 def newest_first(nodes: list[Node]) -> list[Node]:
@@ -147,6 +199,12 @@ class Job(Row):
     gang_price: int | None
     finished_at: int | None
     bid_too_low: bool
+    seq: int = 0
+    """The order the market accepted the job in (ties of equal `created_at`)."""
+
+    @property
+    def age(self) -> Age:
+        return (self.created_at, self.seq)
 
     def price(self, cluster: Cluster) -> int | None:
         """The job's own limit price, else the cluster's (None bids nothing)."""

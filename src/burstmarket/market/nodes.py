@@ -1,13 +1,15 @@
 """Operator node actions: cordon (health check), dark (kubelet lost), uncordon (cleared).
 
-Out of service a node stays with its cluster, unbilled and not contestable: the rest of the
-interval the last tick billed in advance is refunded and its commitment released at once. Inside
-an open window the cluster is owed a replacement until the window ends (the tick grants it ahead
-of bids, inheriting the window and the locked price); with no window left a Kubernetes job's
-missing node bids again and a VM cluster's declaration asks for it again. A base load node is
-replaced by its block's delivery and keeps billing with the block. Uncordon returns the node to
-its cluster as idle capacity (released after the idle grace unless a job takes it), or to its
-job if the replacement never came; a node nobody holds is simply free again.
+Out of service a node stays with its cluster, unbilled and not contestable: its billing stops
+at once (ledger.stop_billing) and its commitment is released. Inside an open window the cluster
+is owed a replacement until the window ends, or, for an idle node, until it would have been
+released idle (the tick grants it ahead of bids, inheriting the window and the locked price);
+with no window left a Kubernetes job's missing node bids again and a VM cluster's declaration
+asks for it again. A base load node is replaced by its block's delivery and keeps billing with
+the block. Uncordon returns the node to its cluster, billed from that moment, as idle capacity
+(it competes at its locked price like any idle node outside a window and is released after the
+idle grace unless a job takes it), or to its job if the replacement never came; a node nobody
+holds is simply free again (docs/market.md "Nodes out of service").
 """
 
 from __future__ import annotations
@@ -70,10 +72,13 @@ class NodeActions:
         entries: list[Entry] = []
         if n.block is None:
             entries = self._stop_billing(c, island, n, now)
-            n.owed_until = n.window_ends_at if n.window_open(now) else None
-            n.idle_since = None
+            owed = n.window_ends_at if n.window_open(now) else None
+            if owed is not None and n.job is None and n.idle_since is not None:
+                # idle: the right lasts as long as the node would have stayed in service
+                owed = min(owed, n.idle_release_at(island.reserve_price))
+            n.owed_until = owed if owed is not None and owed > now else None
         if n.job is not None:
-            owed = (
+            note = (
                 ""
                 if n.owed_until is None
                 else f"; a replacement is owed until {rfc3339(n.owed_until)}"
@@ -84,14 +89,14 @@ class NodeActions:
                     "job": n.job,
                     "ts": now,
                     "type": EVENTS[state],
-                    "detail": f"node {n.id} is out of service ({state}){owed}",
+                    "detail": f"node {n.id} is out of service ({state}){note}",
                 }
             )
         return entries
 
     def _stop_billing(self, c: Cluster, island: Island, n: Node, now: int) -> list[Entry]:
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        billed = self.m.billed_until(island.id)
+        billed = self.m.billed(island.id)
         return stop_billing(now, c.account, c.id, n, island.gpus_per_node, rate, billed)
 
     def _back(self, cur: Cursor, island: Island, n: Node, now: int) -> list[Entry]:
@@ -114,8 +119,9 @@ class NodeActions:
             n.idle_since = None  # its replacement never came: back to its job
         else:
             n.job, n.idle_since = None, now
-        # the next tick commits its next hour, or releases it if that does not fit
-        n.commit_price, n.commit_ends_at = n.locked_price, now
+        # the next tick commits its next hour, or releases it if that does not fit; it bills
+        # from now on, as the cluster's again
+        n.commit_price, n.commit_ends_at, n.billed_until = n.locked_price, now, now
         return []
 
     def _running(self, cur: Cursor, cluster: str, job: str) -> bool:

@@ -1,21 +1,26 @@
-"""The one format of a refusal's log line, shared by the API handler and the tick."""
+"""The one format of a refusal's log line, shared by the API handler, the feed and the tick."""
 
 from __future__ import annotations
 
 import logging
 
 from burstmarket.errors import MarketError
+from burstmarket.logsafe import value
 
 log = logging.getLogger("burstmarket.refused")
 
+MAX_DETAIL = 500
+"""Characters of the detail in a REFUSED line (the body carries it whole)."""
+
 
 def refusal_line(exc: MarketError, cluster: str | None = None) -> str:
-    """`REFUSED reason=<code> cluster=<id|-> <figures> detail=...`: greppable, one per refusal."""
+    """`REFUSED reason=<code> cluster=<id|-> <figures> detail=...`: greppable, one per refusal,
+    every value escaped and cut (logsafe.py), so a client's input never starts a line."""
     figures = dict(exc.figures)
     who = figures.pop("cluster", None) or cluster or "-"
-    parts = [f"REFUSED reason={exc.code}", f"cluster={who}"]
-    parts += [f"{key}={value}" for key, value in figures.items()]
-    parts.append(f"detail={exc.detail!r}")
+    parts = [f"REFUSED reason={exc.code}", f"cluster={value(who)}"]
+    parts += [f"{key}={value(item)}" for key, item in figures.items()]
+    parts.append(f"detail={value(exc.detail, MAX_DETAIL)}")
     return " ".join(parts)
 
 

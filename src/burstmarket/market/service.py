@@ -16,18 +16,20 @@ import hashlib
 import json
 import logging
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from burstmarket.clearing_json import render_ladder, render_stats
+from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, rfc3339, to_datetime
 from burstmarket.errors import NotFound
 from burstmarket.events import TickCommitted
 from burstmarket.market.hot import Hot
-from burstmarket.market.ledger import BALANCE, Entry, stop_billing
+from burstmarket.market.ledger import BALANCE, CHARGE, Billed, Entry, stop_billing
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, newest_first
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import MICROS_PER_USD, micros_to_decimal, units_to_usd, usd
@@ -151,7 +153,11 @@ class Market:
         self.rates: dict[str, dict[str, int]] = {}
         self.balances: dict[str, int] = {}
         self._tokens: dict[str, str] = {}
+        self._seq = 0
         self._load()
+        self.started_at = clock.now_ns()
+        """Market time the service started: held time before it is never billed (the market
+        was not running; docs/market.md "Billing")."""
         self.hot = Hot(self)
 
     # --- start ----------------------------------------------------------------------------
@@ -168,11 +174,14 @@ class Market:
                     self.rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
                 self._load_balances(cur)
                 self._tokens = {r["token_hash"]: r["id"] for r in fetch(cur, "cluster_tokens")}
+                self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
+                resumed = fetch(cur, "market_time")[0]["ns"]
             finally:
                 cur.close()
-            if isinstance(self.clock, ManualClock) and self.last:
-                # market time never runs backwards across a restart
-                self.clock.set_at_least(max(t.time for t in self.last.values()))
+            if isinstance(self.clock, ManualClock) and resumed is not None:
+                # market time resumes where the store left it, never from the wall clock;
+                # BURSTMARKET_CLOCK_START only seeds a new store (the default island's row)
+                self.clock.resume(int(resumed))
 
     def _load_balances(self, cur: Cursor) -> None:
         self.balances = {row["account"]: int(row["units"]) for row in fetch(cur, "balances")}
@@ -223,10 +232,19 @@ class Market:
     def now(self) -> int:
         return self.clock.now_ns()
 
-    def billed_until(self, island: str) -> tuple[int, int] | None:
-        """The interval the last tick billed in advance, [time, time + interval)."""
+    def billed(self, island: str) -> Billed | None:
+        """How far the island's market billing has gone: the interval its last tick billed in
+        advance, [time, time + interval), and nothing before the service started."""
         last = self.last.get(island)
-        return None if last is None else (last.time, last.time + self.interval_ns)
+        if last is None:
+            return None
+        return Billed(last.time, last.time + self.interval_ns, self.started_at)
+
+    def next_seq(self) -> int:
+        """The next order of acceptance for a write of demand. Call holding the writer, so
+        the order is the order the writes commit in."""
+        self._seq += 1
+        return self._seq
 
     # --- writes shared by tenant and operator actions -------------------------------------
 
@@ -280,11 +298,12 @@ class Market:
                 at = self.next_tick_time(island_id) if time is None else time
                 last = self.last.get(island_id)
                 number = 1 if last is None else last.tick + 1
+                billed = self.billed(island_id)
                 reader.execute("BEGIN TRANSACTION")
                 reader.execute("SELECT count(*) FROM islands").fetchall()  # pins the snapshot
                 self.lock.start_tick(island_id)
             try:
-                inp = self._tick_input(reader, island_id, number, at)
+                inp = self._tick_input(reader, island_id, number, at, billed)
                 reader.execute("COMMIT")
                 out = run_tick(inp)
                 final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
@@ -320,7 +339,7 @@ class Market:
             if n.cluster in declared and n.service is None:
                 held.setdefault(n.cluster, []).append(n)
         g = inp.island.gpus_per_node
-        billed = (inp.time, inp.time + self.interval_ns)
+        billed = Billed(inp.time, inp.time + self.interval_ns, self.started_at)
         for cluster, max_gpus in sorted(declared.items()):
             nodes = held.get(cluster, [])
             excess = newest_first(nodes)[: max(0, len(nodes) - max_gpus // g)]
@@ -335,10 +354,10 @@ class Market:
         nodes: list[Node],
         at: int,
         rate: int | None,
-        billed: tuple[int, int] | None,
+        billed: Billed | None,
     ) -> list[Entry]:
-        """`nodes` go back to the island at `at` (freed here) and their billing stops at once:
-        the rest of the interval `billed` in advance at `rate` is refunded. The ledger rows."""
+        """`nodes` go back to the island at `at` (freed here) and their billing stops at once,
+        exactly at `at` (ledger.stop_billing, `rate` the cluster's rate in force). The rows."""
         entries: list[Entry] = []
         for n in nodes:
             entries += stop_billing(at, c.account, c.id, n, island.gpus_per_node, rate, billed)
@@ -355,7 +374,9 @@ class Market:
                     "tick listener %r failed on %s/%d", listener, event.island, event.tick
                 )
 
-    def _tick_input(self, cur: Cursor, island_id: str, number: int, at: int) -> TickInput:
+    def _tick_input(
+        self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None
+    ) -> TickInput:
         island = self.island(cur, island_id)
         clusters = {
             row["id"]: Cluster.from_row(row)
@@ -376,6 +397,7 @@ class Market:
             spent=spent,
             rates=dict(self.rates.get(island_id, {})),
             blocks=[Block.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)],
+            billed=billed,
         )
 
     def _write_tick(self, cur: Cursor, inp: TickInput, out: TickOutput) -> None:
@@ -393,6 +415,7 @@ class Market:
                     "id": c.id,
                     "spend_window_start": c.spend_window_start,
                     "pending_reason": c.pending_reason,
+                    "bid_too_low": c.bid_too_low,
                 }
                 for c in out.clusters
             ],
@@ -415,12 +438,16 @@ class Market:
                     "clusters": stats.clusters,
                     "pending_gpus": out.pending_gpus,
                     "reserve_price": micros_to_decimal(inp.island.reserve_price),
+                    "tick_seconds": Decimal(inp.interval_ns // NS_PER_MS).scaleb(-3),
                     "core_rounds": out.clearing.core_rounds,
                     "core_exact": out.clearing.core_exact,
                 }
             ],
         )
-        charges = {e.cluster: e.units for e in out.ledger if e.kind == "charge"}
+        charges: dict[str | None, int] = defaultdict(int)
+        for e in out.ledger:
+            if e.kind == CHARGE:  # the tick's interval, and held time not billed before it
+                charges[e.cluster] += e.units
         write_batch(
             cur,
             "insert_cluster_rates",
@@ -459,8 +486,9 @@ class Market:
                     "nodes": rung.nodes,
                     "gpus": rung.gpus,
                     "price": micros_to_decimal(rung.price),
+                    "contestable_at": _time(rung.contestable_at),
                 }
-                for rung in out.clearing.ladder
+                for rung in out.ladder
             ],
         )
         write_batch(
@@ -493,9 +521,13 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "tick": tick,
             "time": time,
             "reserve_price": reserve,
-            "rungs": render_ladder(out.clearing.ladder),
+            "rungs": render_published_ladder(out.ladder),
         },
     )
+
+
+def _time(ns: int | None) -> datetime | None:
+    return None if ns is None else to_datetime(ns)
 
 
 def _dec(micros: int | None) -> Decimal | None:
@@ -537,6 +569,7 @@ def _node_row(n: Node) -> dict[str, Any]:
         "service": n.service,
         "owed_until": n.owed_until,
         "block": n.block,
+        "billed_until": n.billed_until,
     }
 
 

@@ -21,9 +21,17 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
-from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import Entry
-from burstmarket.market.model import Cluster, Island, Job, Node, newest_first
+from burstmarket.market.guard import (
+    Budget,
+    grant_span,
+    outgrown,
+    outstanding,
+    window_open,
+    worst_case,
+)
+from burstmarket.market.ledger import COMMITMENT, Entry
+from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
+from burstmarket.market.report import billing_rows
 from burstmarket.market.service import Market
 from burstmarket.money import units_to_usd, usd
 from burstmarket.store import Batch
@@ -32,8 +40,9 @@ from burstmarket.store.schemas import JOB_EVENTS
 
 T = TypeVar("T")
 
+MAX_LIVE_JOBS = 1000
+"""Jobs a Kubernetes cluster may have pending or running at once (docs/api.md, limits)."""
 JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +85,8 @@ class Tenant:
             row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
             spent = int(row["units"]) if row else 0
         # the last tick billed its interval in advance: that part is spent, not committed
-        billed = self.m.billed_until(c.island)
-        since = now if billed is None else max(now, billed[1])
+        billed = self.m.billed(c.island)
+        since = now if billed is None else max(now, billed.end)
         committed = outstanding(nodes, g, since)
         return Budget.of(c.spend_limit, spent, committed)
 
@@ -90,9 +99,11 @@ class Tenant:
         gpus: int,
         now: int,
         nodes: Callable[[], list[Node]],
+        raised: int = 0,
     ) -> None:
-        """The write-time checks on demand that asks the market for more (MARKET.md); `nodes`
-        gives the cluster's holdings (read only when it has a spend limit)."""
+        """The write-time checks on demand that asks the market for more (docs/market.md
+        "Spend guard"): `gpus` more at `price`, and `raised` more committed for the nodes the
+        cluster holds (`nodes`, read only when it has a spend limit)."""
         balance = self.m.balances.get(c.account, 0)
         if balance <= 0:
             raise BillingHold(
@@ -103,9 +114,22 @@ class Tenant:
                 balance_usd=float(units_to_usd(balance)),
             )
         self._check_bid(c, island, price)
-        if price is None or c.spend_limit is None:
+        if price is not None:
+            worst = worst_case(price, gpus, grant_span(c.kind))
+            self._check_spend(cur, c, island, worst + raised, now, nodes)
+
+    def _check_spend(
+        self,
+        cur: Cursor,
+        c: Cluster,
+        island: Island,
+        worst: int,
+        now: int,
+        nodes: Callable[[], list[Node]],
+    ) -> None:
+        """`worst` more committed must fit what is left of the cluster's spend limit."""
+        if c.spend_limit is None or not worst:
             return
-        worst = worst_case(price, gpus, grant_span(c.kind))
         budget = self._budget(cur, c, island.gpus_per_node, now, nodes())
         if not budget.fits(worst):
             raise SpendLimit(
@@ -224,36 +248,69 @@ class Tenant:
                 "release", f"not held by this cluster: {', '.join(unknown)}", cluster=c.id
             )
         want = max_gpus // g
+        declared = c.max_gpus // g
         now = self.m.now()
-        growing = want > max(len(nodes), c.max_gpus // g)
-        if growing:
-
-            def holdings() -> list[Node]:
-                hot.flush(cur)  # the spent figure reads the ledger: earlier jobs' rows first
-                return nodes
-
-            gpus = (want - len(nodes)) * g
-            self._check_new_demand(cur, c, island, max_price, gpus, now, holdings)
-        elif want > len(nodes):
-            self._check_bid(c, island, max_price)
+        growing = want > max(len(nodes), declared)
         excess = len(nodes) - want
-        tick = self.m.lock.tick_in_flight(island.id)
-        if tick is not None and excess > 0:
-            return AfterTick(tick)
-        c.demand_since = now if growing or not c.max_gpus else c.demand_since
-        c.max_gpus, c.max_price = max_gpus, max_price
-        hot.stage_demand(c)
-        if excess > 0:
+        gone: list[Node] = []
+        if excess > 0:  # scale-down: the nominated nodes first, then the newest grants
             nominated = [held[r] for r in dict.fromkeys(release)]
             rest = newest_first([n for n in nodes if n.id not in set(release)])
             gone = (nominated + rest)[:excess]
+        # a higher ceiling lifts the cap of the nodes kept: their commitments grow with it
+        leaving = {n.id for n in gone}
+        kept = [n for n in nodes if n.id not in leaving]
+        raised = outgrown(kept, max_price or 0, g, now)
+
+        def holdings() -> list[Node]:
+            hot.flush(cur)  # the spent figure reads the ledger: earlier jobs' rows first
+            return nodes
+
+        if growing:
+            gpus = (want - len(nodes)) * g
+            self._check_new_demand(cur, c, island, max_price, gpus, now, holdings, sum(raised))
+        else:
+            if want > len(nodes):
+                self._check_bid(c, island, max_price)
+            self._check_spend(cur, c, island, sum(raised), now, holdings)
+        tick = self.m.lock.tick_in_flight(island.id)
+        if tick is not None and (excess > 0 or any(raised)):
+            return AfterTick(tick)  # it changes nodes the tick in flight may write
+        if want != declared:
+            # growth dates only the added units; a lower declaration drops the youngest
+            seq = self.m.next_seq() if want > declared else 0
+            c.demand = resized(c.demand, want, now, seq)
+        c.max_gpus, c.max_price = max_gpus, max_price
+        hot.stage_demand(c)
+        if any(raised):
+            assert max_price is not None
+            hot.stage_nodes(*self._recommit(c, kept, raised, max_price, now))
+        if gone:
             hot.stage_release(c, gone, self._release(c, island, gone, now))
         return self._vm_answer(c, island, nodes)
+
+    def _recommit(
+        self, c: Cluster, nodes: list[Node], raised: list[int], price: int, now: int
+    ) -> tuple[list[Node], list[Entry]]:
+        """Commit what a raised cap adds to held nodes; the nodes changed and the ledger row."""
+        grown = [n for n, extra in zip(nodes, raised, strict=True) if extra]
+        for n in grown:
+            n.commit_price = price
+        entry = Entry(
+            at=now,
+            account=c.account,
+            kind=COMMITMENT,
+            units=sum(raised),
+            cluster=c.id,
+            island=c.island,
+            gpus=0,
+        )
+        return grown, [entry]
 
     def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
         """Scale-down: the nodes go at once, billing stops at once; the ledger rows."""
         rate = self.m.rates.get(island.id, {}).get(c.id)
-        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed_until(island.id))
+        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed(island.id))
 
     # --- Kubernetes -----------------------------------------------------------------------
 
@@ -267,7 +324,7 @@ class Tenant:
         return {
             "cluster": c.id,
             "limit_price_per_gpu_hour": None if c.limit_price is None else usd(c.limit_price),
-            "bid_too_low": low or any(j.bid_too_low for j in jobs if j.state == "pending"),
+            "bid_too_low": low or any(_too_low(j, c, island) for j in jobs),
             "pending_reason": c.pending_reason,
         }
 
@@ -277,10 +334,28 @@ class Tenant:
             self._check_bid(c, island, price)
             run(cur, "update_limit_price", id=c.id, limit_price=price)
             c.limit_price = price
-            for job in self._jobs(cur, c.id):
-                if job.limit_price is None:
-                    self._void_if_lowered(cur, c, job)
+            jobs = [job for job in self._jobs(cur, c.id) if job.limit_price is None]
+            self._recommit_jobs(cur, c, island, jobs, price)
+            for job in jobs:
+                self._void_if_lowered(cur, c, job)
         return self.k8s_bid(cluster_id)
+
+    def _recommit_jobs(
+        self, cur: Cursor, c: Cluster, island: Island, jobs: list[Job], price: int
+    ) -> None:
+        """The live limit caps a running job's nodes: raised to `price`, it commits what it adds
+        to their commitments, refused if that does not fit the spend limit."""
+        names = {job.name for job in jobs if job.state == "running"}
+        held = self.m.cluster_nodes(cur, c.id)
+        nodes = [n for n in held if n.job in names and n.block is None]
+        now = self.m.now()
+        raised = outgrown(nodes, price, island.gpus_per_node, now)
+        if not any(raised):
+            return
+        self._check_spend(cur, c, island, sum(raised), now, lambda: held)
+        grown, entries = self._recommit(c, nodes, raised, price, now)
+        self.m.write_ledger(cur, entries)
+        self.m.write_nodes(cur, grown)
 
     def _jobs(self, cur: Cursor, cluster_id: str) -> list[Job]:
         return [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=cluster_id)]
@@ -331,6 +406,14 @@ class Tenant:
                 )
             if fetch_one(cur, "job", cluster=c.id, name=name) is not None:
                 raise Conflict(f"job {name!r} already exists", cluster=c.id, job=name)
+            live = fetch_one(cur, "cluster_live_jobs", cluster=c.id)
+            if live is not None and live["jobs"] >= MAX_LIVE_JOBS:
+                raise Invalid(
+                    "jobs",
+                    f"the cluster has {MAX_LIVE_JOBS} jobs not finished; finish one first",
+                    cluster=c.id,
+                    limit=MAX_LIVE_JOBS,
+                )
             effective = price if price is not None else c.limit_price
             now = self.m.now()
             gpus = nodes * island.gpus_per_node
@@ -345,6 +428,7 @@ class Tenant:
                 priority_class=priority_class,
                 limit_price=price,
                 created_at=now,
+                seq=self.m.next_seq(),
             )
         return self.job(cluster_id, name)
 
@@ -369,6 +453,7 @@ class Tenant:
         return Job.from_row(row)
 
     def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[dict[str, Any]]:
+        island = self.m.island(cur, c.island)
         events: dict[str, list[dict[str, Any]]] = {}
         for e in fetch(cur, "job_events", cluster=c.id):
             events.setdefault(e["job"], []).append(
@@ -389,7 +474,7 @@ class Tenant:
                 "limit_price_per_gpu_hour": None if j.price(c) is None else usd(j.price(c) or 0),
                 "rate": usd(rate) if rate is not None and j.state == "running" else None,
                 "node_ids": placed.get(j.name, []),
-                "bid_too_low": j.bid_too_low,
+                "bid_too_low": _too_low(j, c, island),
                 "events": events.get(j.name, []),
             }
             for j in jobs
@@ -423,6 +508,9 @@ class Tenant:
                 priority_class=job.priority_class,
             )
             if set_price:
+                live = job.price(c)
+                if live is not None:
+                    self._recommit_jobs(cur, c, island, [job], live)
                 self._void_if_lowered(cur, c, job)
         return self.job(cluster_id, name)
 
@@ -433,9 +521,15 @@ class Tenant:
             job = self._job(cur, c, name)
             if job.state != "finished":
                 now = self.m.now()
-                nodes = [n for n in self.m.cluster_nodes(cur, c.id) if n.job == name]
+                reserve = self.m.island(cur, c.island).reserve_price
+                nodes = [Node.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
                 for n in nodes:
                     n.job, n.idle_since, n.locked_price = None, now, job.price(c)
+                    if n.owed_until is not None:
+                        # a node out of service is owed a replacement only as long as it
+                        # would have stayed, idle, had it been in service
+                        ends = min(n.owed_until, n.idle_release_at(reserve))
+                        n.owed_until = ends if ends > now else None
                 self.m.write_nodes(cur, nodes)
                 run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
                 self._event(cur, job, "Finished", "the job finished; its nodes are idle", now)
@@ -475,28 +569,17 @@ class Tenant:
     def billing(
         self, cluster_id: str, start: int | None, end: int | None, granularity: str
     ) -> list[dict[str, Any]]:
-        width = GRANULARITIES[granularity]
-
         def read(cur: Cursor) -> list[dict[str, Any]]:
             c = self.m.cluster(cur, cluster_id)
-            rows = fetch(
-                cur,
-                "billing",
-                cluster=c.id,
-                width=width,
-                start=start if start is not None else -(2**62),
-                end=end if end is not None else 2**62,
-            )
-            return [
-                {
-                    "start": rfc3339(int(r["bucket"])),
-                    "end": rfc3339(int(r["bucket"]) + width),
-                    "gpu_hours": int(r["gpu_ms"]) / 3_600_000,
-                    "amount_usd": float(units_to_usd(int(r["units"]))),
-                    "amount_units": int(r["units"]),
-                    "kind": r["kind"],
-                }
-                for r in rows
-            ]
+            return billing_rows(cur, c.id, start, end, granularity)
 
         return self._read(read)
+
+
+def _too_low(job: Job, c: Cluster, island: Island) -> bool:
+    """A job's bid-too-low verdict as of now: the last tick's, cleared at once by a price that
+    meets the reserve (a raise needs no tick to be seen)."""
+    if job.state == "finished" or not job.bid_too_low:
+        return False
+    price = job.price(c)
+    return price is None or price < island.reserve_price

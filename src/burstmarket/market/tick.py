@@ -1,14 +1,16 @@
-"""One tick on one island as a pure function: state in, state changes and rows out (MARKET.md).
+"""One tick on one island as a pure function: state in, state changes and rows out
+(docs/market.md "One tick").
 
-`run_tick` does housekeeping (base load terms and cancellations, billing hold, owed
-replacements lapsing, idle release, commitment renewals), delivers what is owed ahead of bids
-(base load blocks short of nodes, replacements for nodes out of service inside their window),
-places jobs on capacity the cluster already has (its block, then its idle nodes), turns the
-rest into the auction's demand units and protected holdings, clears them, and applies the
-outcome: reclaims first, then owed replacements, then new grants onto free nodes in index order
-(a held node whose unit wins stays where it is). Last it bills: market charges and the blocks'
-5-minute steps. It does no I/O; the service reads its input from the store and writes its
-output in one transaction, so replaying a tick gives the same rows.
+`run_tick` first bills held time not billed yet (a late tick leaves no gap), then does
+housekeeping (base load terms and cancellations, billing hold, owed replacements lapsing, idle
+release, commitment renewals), delivers what is owed ahead of bids (base load blocks short of
+nodes, replacements for nodes out of service inside their window), places jobs on capacity the
+cluster already has (its block, then its idle nodes), turns the rest into the auction's demand
+units (each dated by the demand it serves) and protected holdings (owed replacements included),
+clears them, and applies the outcome: reclaims first, then owed replacements, then new grants
+onto free nodes in index order (a held node whose unit wins stays where it is). Last it bills:
+market charges and the blocks' 5-minute steps. It does no I/O; the service reads its input from
+the store and writes its output in one transaction, so replaying a tick gives the same rows.
 
 A node is in exactly one of four places: free; held in the market (`holdings`); held by a base
 load block (`block_nodes`, never contestable, never in market statistics); or out of service
@@ -23,17 +25,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from burstmarket.auction import Clearing, IslandInput, Protected, Unit, clear
-from burstmarket.clock import NS_PER_MS
-from burstmarket.errors import BillingHold, SpendLimit
+from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
 from burstmarket.market.guard import Budget, grant_span, outstanding, window_open, worst_case
-from burstmarket.market.ledger import BASE_LOAD, CHARGE, COMMITMENT, HOLD, RELEASE, Entry, amount
+from burstmarket.market.ladder import LadderRung, published_ladder
+from burstmarket.market.ledger import (
+    BASE_LOAD,
+    CHARGE,
+    COMMITMENT,
+    HOLD,
+    RELEASE,
+    Billed,
+    Entry,
+    amount,
+    period_entry,
+)
 from burstmarket.market.model import (
     BASE_LOAD_GRACE_NS,
     BASE_LOAD_STEP_NS,
     BILLING_HOLD,
     CANCELLED,
     ENDED,
-    IDLE_GRACE_NS,
     K8S_HOLD_NS,
     K8S_INCREMENT_NS,
     K8S_WINDOW_NS,
@@ -41,6 +52,7 @@ from burstmarket.market.model import (
     RENEWAL_NS,
     SPEND_LIMIT,
     VM_WINDOW_NS,
+    Age,
     Block,
     Cluster,
     Island,
@@ -48,6 +60,7 @@ from burstmarket.market.model import (
     JobEvent,
     Node,
     priority,
+    unit_ages,
 )
 from burstmarket.market.refusals import log_refusal
 from burstmarket.money import usd
@@ -74,11 +87,15 @@ class TickInput:
     """Cluster -> its rate at the previous tick (µUSD per GPU-hour)."""
     blocks: list[Block] = field(default_factory=list)
     """The island's live base load blocks."""
+    billed: Billed | None = None
+    """How far the island's market billing has gone (None: never billed)."""
 
 
 @dataclass(slots=True)
 class TickOutput:
     clearing: Clearing
+    ladder: tuple[LadderRung, ...]
+    """The published ladder: the engine's rungs, then those windows hold (market/ladder.py)."""
     nodes: list[Node]
     jobs: list[Job]
     clusters: list[Cluster]
@@ -105,7 +122,7 @@ class _Demand:
     price: int = 0
 
 
-_Add = Callable[[str, _Demand, int, int], None]
+_Add = Callable[[str, _Demand, int, Age], None]
 
 
 def run_tick(inp: TickInput) -> TickOutput:
@@ -143,10 +160,20 @@ class _Tick:
         self.released: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
         self.protected_ids: set[str] = set()
         self.refused: dict[str, str] = {}
+        self.logged: set[tuple[str, str]] = set()
+        """(cluster, code) refusals this tick has logged a line for."""
+        self.started: dict[tuple[str, str], str] = {}
+        """Jobs started this tick, and why: `Provisioned` once the tick keeps them running."""
+        self.idle_before: dict[str, int | None] = {}
+        """idle_since of nodes a job took this tick (restored if that job does not start)."""
+        self.unpriced: dict[str, Node] = {}
+        """Nodes stepping down from a block with no price to lock: locked at the lowest rate
+        this tick clears at."""
 
     # --- the tick -------------------------------------------------------------------------
 
     def run(self) -> TickOutput:
+        self._bill_held_time()
         self._end_blocks()
         self._billing_hold()
         self._lapse_owed()
@@ -156,23 +183,60 @@ class _Tick:
         self._deliver_owed()
         self._place_on_blocks()
         self._place_on_idle()
-        units, protected, demand = self._demand()
-        clearing = clear(
-            IslandInput(
-                nodes=self._contestable(demand),
-                gpus_per_node=self.g,
-                reserve_price=self.r,
-                units=tuple(units),
-                protected=tuple(protected),
-            )
-        )
+        auction, clearing, units, demand = self._clear()
+        if self.unpriced:
+            # the step-down lock is the lowest rate this tick clears at (its own nodes aside)
+            lowest = clearing.stats.min
+            locked = self.r if lowest is None else max(self.r, lowest)
+            for n in list(self.unpriced.values()):
+                self._lock_step_down(n, locked)
+            self.unpriced.clear()
+            auction, clearing, units, demand = self._clear()
         self._apply(clearing, units, demand)
+        self._provisioned()
         self._charge(clearing)
         for b in self._live_blocks():
             self._bill_block(b, min(self.t + self.inp.interval_ns, b.ends_at))
         self._job_verdicts()
+        low = self._bid_verdicts(clearing)
         self._set_reasons()
-        return self._output(clearing)
+        held = [n for n in self.inp.nodes if n.id in self.protected_ids]
+        ladder = published_ladder(auction, clearing, held, self.clusters, self.jobs)
+        return self._output(clearing, low, ladder)
+
+    def _clear(self) -> tuple[IslandInput, Clearing, list[Unit], dict[str, _Demand]]:
+        units, protected, demand = self._demand()
+        auction = IslandInput(
+            nodes=self._contestable(demand),
+            gpus_per_node=self.g,
+            reserve_price=self.r,
+            units=tuple(units),
+            protected=tuple(protected),
+        )
+        return auction, clear(auction), units, demand
+
+    def _bill_held_time(self) -> None:
+        """Bill what the clusters held since their billing stopped, up to this tick: from the
+        end of the interval the last tick billed in advance (or a node's return from the
+        operator), at the rate the cluster was paying, else the node's locked price. So a late
+        tick leaves no time unbilled; time before the service started is never billed."""
+        billed = self.inp.billed
+        floor = 0 if billed is None else billed.floor
+        for c in self._sorted_clusters():
+            spans: dict[tuple[int, int], int] = defaultdict(int)
+            for n in self.holdings[c.id]:
+                since = n.billed_until
+                if since is not None:
+                    n.billed_until = None
+                    self._touch(n)
+                elif billed is not None:
+                    since = billed.end
+                rate = self.inp.rates.get(c.id, n.locked_price)
+                if since is not None and rate is not None and max(since, floor) < self.t:
+                    spans[(max(since, floor), rate)] += 1
+            for (since, rate), count in sorted(spans.items()):
+                self.ledger.append(self._entry(CHARGE, c, since, self.t, count * self.g, rate))
+                self._spend_started(c)
 
     # --- housekeeping ---------------------------------------------------------------------
 
@@ -191,13 +255,9 @@ class _Tick:
     def _release_idle(self) -> None:
         for c in self._sorted_clusters("k8s"):
             for n in list(self.holdings[c.id]):
-                if n.job is not None or n.idle_since is None:
+                if n.job is not None or n.idle_since is None or n.id in self.unpriced:
                     continue
-                past_hold = self.t >= (n.hold_until or 0)
-                past_grace = self.t >= n.idle_since + IDLE_GRACE_NS
-                # the grace holds capacity only at a price that clears
-                clears = n.locked_price is not None and n.locked_price >= self.r
-                if (past_hold and past_grace) or not clears:
+                if self.t >= n.idle_release_at(self.r):
                     self._release(n)
 
     def _renew_commitments(self) -> None:
@@ -208,8 +268,20 @@ class _Tick:
                     continue
                 price = self._live_price(c, n)
                 worst = worst_case(price, self.g, RENEWAL_NS)
-                if not self._budget(c).fits(worst):
+                budget = self._budget(c)
+                if not budget.fits(worst):
                     self.refused[c.id] = SPEND_LIMIT
+                    self._refuse(
+                        c,
+                        SpendLimit(
+                            f"the next hour of node {n.id} does not fit what is left of the "
+                            "spend limit: the node is released",
+                            cluster=c.id,
+                            node=n.id,
+                            worst_case_units=worst,
+                            left_units=budget.left,
+                        ),
+                    )
                     job = self.jobs.get((c.id, n.job)) if n.job else None
                     if job is not None:
                         self._preempt(job, "spend limit: the next hour does not fit")
@@ -270,29 +342,9 @@ class _Tick:
         while b.billed_until < min(until, b.ends_at):
             start = b.billed_until
             end = min(start + BASE_LOAD_STEP_NS, b.ends_at)
-            self._block_entry(b, c, start, end, gpus)
+            self.ledger.append(self._entry(BASE_LOAD, c, start, end, gpus, b.rate))
             b.billed_until = end
             self._touch_block(b)
-
-    def _block_entry(self, b: Block, c: Cluster, start: int, end: int, gpus: int) -> None:
-        """One base load row over [start, end); negative GPUs undo a billed rest."""
-        span = end - start if gpus > 0 else start - end
-        self.ledger.append(
-            Entry(
-                at=self.t,
-                account=c.account,
-                kind=BASE_LOAD,
-                units=amount(b.rate, gpus, span),
-                cluster=c.id,
-                island=self.inp.island.id,
-                tick=self.inp.tick,
-                period_start=min(start, end),
-                period_end=max(start, end),
-                gpus=gpus,
-                gpu_ms=gpus * (span // NS_PER_MS),
-                rate=b.rate,
-            )
-        )
 
     def _cancel_block(self, b: Block, at: int) -> None:
         """Billing stops at `at` (the billed rest is undone); the nodes return to the market
@@ -300,7 +352,8 @@ class _Tick:
         self._bill_block(b, at)
         c = self.clusters[b.cluster]
         if b.billed_until > at:
-            self._block_entry(b, c, b.billed_until, at, -b.nodes * self.g)
+            undone = -b.nodes * self.g
+            self.ledger.append(self._entry(BASE_LOAD, c, at, b.billed_until, undone, b.rate))
             b.billed_until = at
         for job in self._block_jobs(b):
             self._preempt(job, "base load block cancelled: the balance stayed at or below zero")
@@ -312,24 +365,38 @@ class _Tick:
     def _step_down(self, b: Block) -> None:
         """End of term: the nodes stay with the cluster as market nodes under a fresh window
         from the end, locked at the declared price (the job's, else the cluster's) or, with
-        none or one under the reserve, at the reserve; no minimum hold; idle ones get the
-        usual idle grace."""
+        none or one under the reserve, at the lowest rate this tick clears at (`run`); no
+        minimum hold; idle ones get the usual idle grace."""
         self._bill_block(b, b.ends_at)
         c = self.clusters[b.cluster]
         end = b.ends_at
         for n in self.block_nodes.pop(b.id, []):
             job = self.jobs.get((c.id, n.job)) if n.job else None
             declared = job.price(c) if job is not None else c.limit_price
-            locked = declared if declared is not None and declared >= self.r else self.r
             n.block = None
             n.granted_at, n.window_ends_at, n.hold_until = end, end + K8S_WINDOW_NS, None
             n.idle_since = None if job is not None else end
-            n.locked_price = n.commit_price = locked
             n.commit_ends_at = n.window_ends_at
-            self._commit(c, worst_case(locked, self.g, max(0, n.window_ends_at - self.t)))
             self.holdings[c.id].append(n)
             self._touch(n)
+            if declared is not None and declared >= self.r:
+                self._lock_step_down(n, declared)
+            else:
+                self.unpriced[n.id] = n
         self._close_block(b, ENDED, end)
+
+    def _lock_step_down(self, n: Node, locked: int) -> None:
+        """Lock a stepped-down node's window at `locked`: its worst case is committed, and the
+        time since the end of term is billed at the lock (the block billed up to it)."""
+        c = self.clusters[n.cluster or ""]
+        assert n.granted_at is not None
+        assert n.window_ends_at is not None
+        n.locked_price = n.commit_price = locked
+        self._commit(c, worst_case(locked, self.g, max(0, n.window_ends_at - self.t)))
+        start = max(n.granted_at, self.inp.billed.floor if self.inp.billed else 0)
+        if start < self.t:
+            self.ledger.append(self._entry(CHARGE, c, start, self.t, self.g, locked, node=n.id))
+            self._spend_started(c)
 
     def _close_block(self, b: Block, state: str, at: int) -> None:
         for n in self.out_of_service:
@@ -476,7 +543,10 @@ class _Tick:
         n.cluster, n.granted_at, n.window_ends_at = c.id, lost.granted_at, ends
         n.hold_until, n.locked_price = lost.hold_until, price
         n.job = None if running is None else running.name
-        n.idle_since = None if running is not None or c.kind == "vm" else self.t
+        if running is not None or c.kind == "vm":
+            n.idle_since = None
+        else:  # an idle node's replacement keeps its grace; one whose job ended starts one
+            n.idle_since = lost.idle_since if lost.job is None and lost.idle_since else self.t
         n.commit_price, n.commit_ends_at = price, max(ends, n.hold_until or 0)
         self._commit(c, worst_case(price, self.g, n.commit_ends_at - self.t))
         self.holdings[c.id].append(n)
@@ -489,71 +559,102 @@ class _Tick:
     # --- the auction ----------------------------------------------------------------------
 
     def _demand(self) -> tuple[list[Unit], list[Protected], dict[str, _Demand]]:
-        units: list[Unit] = []
+        """The auction's units, oldest first, and protected holdings. A unit is dated by the
+        demand it serves (a held node by its cluster's declared unit or its job, never by its
+        grant), so two equal bids never swap a node; equal ages never fall back to an id."""
+        units: list[tuple[Age, Unit]] = []
         demand: dict[str, _Demand] = {}
         locks: dict[tuple[str, int], int] = defaultdict(int)
 
-        def add(uid: str, d: _Demand, nodes: int, since: int) -> None:
-            units.append(Unit(uid, d.cluster.id, nodes, d.price, since))
+        def add(uid: str, d: _Demand, nodes: int, age: Age) -> None:
+            units.append((age, Unit(uid, d.cluster.id, nodes, d.price, age[0])))
             demand[uid] = d
 
         for c in self._sorted_clusters():
             if self.refused.get(c.id) == BILLING_HOLD:
                 continue
-            held = self.holdings[c.id]
+            held = [n for n in self.holdings[c.id] if n.id not in self.unpriced]
+            ages, waiting = self._vm_ages(c) if c.kind == "vm" else ({}, [])
             running: dict[str, list[Node]] = defaultdict(list)
             for n in held:
                 if n.job is not None:
                     running[n.job].append(n)
-                    continue
-                price = (c.max_price if c.kind == "vm" else n.locked_price) or 0
-                if n.window_open(self.t):
-                    locks[(c.id, n.locked_price or 0)] += 1
+                elif n.window_open(self.t):
+                    locks[(c.id, self._cap(c, n))] += 1
                     self.protected_ids.add(n.id)
+                elif c.kind == "vm":
+                    add(f"n:{n.id}", _Demand("held", c, [n], price=c.max_price or 0), 1, ages[n.id])
                 else:
-                    kind = "held" if c.kind == "vm" else "idle"
-                    add(f"n:{n.id}", _Demand(kind, c, [n], price=price), 1, n.granted_at or 0)
+                    # an idle node serves no demand any more: its grant dates it
+                    d = _Demand("idle", c, [n], price=n.locked_price or 0)
+                    add(f"n:{n.id}", d, 1, (n.granted_at or 0, 0))
             for name, nodes in sorted(running.items()):
                 job = self.jobs[(c.id, name)]
-                price = job.price(c) or 0
                 lapsed = [n for n in nodes if not n.window_open(self.t)]
                 for n in nodes:
                     if n.window_open(self.t):
-                        # the live limit caps the window; one under the reserve (a step-down
-                        # from a block) keeps the price the node was locked at
-                        lock = price if price >= self.r else (n.locked_price or price)
-                        locks[(c.id, lock)] += 1
+                        locks[(c.id, self._cap(c, n))] += 1
                         self.protected_ids.add(n.id)
                 if lapsed:
-                    since = min(n.granted_at or 0 for n in lapsed)
-                    d = _Demand("running", c, lapsed, job, price)
-                    add(f"r:{c.id}/{name}", d, len(lapsed), since)
+                    d = _Demand("running", c, lapsed, job, job.price(c) or 0)
+                    add(f"r:{c.id}/{name}", d, len(lapsed), job.age)
             for job in self._jobs_of(c, "running"):
                 # short of nodes out of service with no window left: the rest bids again
                 missing = job.nodes - self._placed(job) - self._owed_to(job)
                 if missing > 0:
                     d = _Demand("short", c, job=job, price=job.price(c) or 0)
-                    add(f"s:{c.id}/{job.name}", d, missing, job.provisioned_at or 0)
-            self._new_demand(c, held, add)
-
-        units.sort(key=lambda u: (u.since, u.id))
+                    add(f"s:{c.id}/{job.name}", d, missing, job.age)
+            self._new_demand(c, waiting, add)
+        # replacements still owed take reclaimed nodes after the auction, ahead of every bid:
+        # they are held (and pay) from this tick, like those that found a free node
+        supply = len(self._free()) + sum(len(d.nodes) for d in demand.values())
+        for lost in self._owed()[:supply]:
+            locks[(lost.cluster or "", self._cap(self.clusters[lost.cluster or ""], lost))] += 1
+        units.sort(key=lambda aged: (aged[0], aged[1].id))
         protected = [Protected(c, k, price) for (c, price), k in sorted(locks.items())]
-        return units, protected, demand
+        return [u for _, u in units], protected, demand
 
-    def _new_demand(self, c: Cluster, held: list[Node], add: _Add) -> None:
+    def _vm_ages(self, c: Cluster) -> tuple[dict[str, Age], list[Age]]:
+        """A VM cluster's declared units, oldest first: its held nodes serve the oldest (the
+        oldest grant the oldest unit), replacements it is owed the next; the rest wait."""
+        ages = unit_ages(c.demand)
+        held = sorted(
+            (n for n in self.holdings[c.id] if n.id not in self.unpriced),
+            key=lambda n: (n.granted_at or 0, n.idx),
+        )
+        served = {
+            n.id: ages[i] if i < len(ages) else (n.granted_at or 0, 0) for i, n in enumerate(held)
+        }
+        owed = sum(1 for n in self._owed() if n.cluster == c.id)
+        return served, ages[len(held) + owed :]
+
+    def _cap(self, c: Cluster, n: Node) -> int:
+        """The most a node under an open window can be assessed per GPU-hour. VM: the bid that
+        won the grant, lifted at once by a higher live ceiling. Kubernetes: the live limit
+        price of the job on it (one under the reserve, as after a step-down, keeps the lock);
+        an idle node its lock."""
+        locked = n.locked_price or 0
+        if c.kind == "vm":
+            return max(locked, c.max_price or 0)
+        job = self.jobs.get((c.id, n.job)) if n.job else None
+        if job is None or job.state != "running":
+            return locked
+        price = job.price(c) or 0
+        return price if price >= self.r else (locked or price)
+
+    def _new_demand(self, c: Cluster, waiting: list[Age], add: _Add) -> None:
         """Demand not yet granted, as far as the spend limit leaves room for its worst case."""
         budget = self._budget(c)
         left = budget.left
         withheld = False
         if c.kind == "vm":
             price = c.max_price or 0
-            owed = sum(1 for n in self._owed() if n.cluster == c.id)
-            want = max(0, c.max_gpus // self.g - len(held) - owed)
+            want = len(waiting)
             if left is not None and want:
                 fit = max(0, left) // max(1, worst_case(price, self.g, grant_span("vm")))
                 withheld, want = fit < want, min(want, fit)
-            for i in range(want):
-                add(f"v:{c.id}:{i:06d}", _Demand("vm", c, price=price), 1, c.demand_since)
+            for i, age in enumerate(waiting[:want]):
+                add(f"v:{c.id}:{i:06d}", _Demand("vm", c, price=price), 1, age)
         else:
             for job in self._jobs_of(c, "pending"):
                 price = job.price(c) or 0
@@ -565,7 +666,7 @@ class _Tick:
                         continue
                     left -= worst
                 d = _Demand("job", c, job=job, price=price)
-                add(f"p:{c.id}/{job.name}", d, nodes, job.created_at)
+                add(f"p:{c.id}/{job.name}", d, nodes, job.age)
         if withheld:
             self.refused[c.id] = SPEND_LIMIT
 
@@ -626,25 +727,11 @@ class _Tick:
     # --- billing --------------------------------------------------------------------------
 
     def _charge(self, clearing: Clearing) -> None:
-        span = self.inp.interval_ns
+        """Bill the tick's interval [t, t + interval) in advance at each cluster's rate."""
+        end = self.t + self.inp.interval_ns
         for cid, cc in clearing.clusters.items():
             c = self.clusters[cid]
-            self.ledger.append(
-                Entry(
-                    at=self.t,
-                    account=c.account,
-                    kind=CHARGE,
-                    units=amount(cc.rate, cc.gpus, span),
-                    cluster=cid,
-                    island=self.inp.island.id,
-                    tick=self.inp.tick,
-                    period_start=self.t,
-                    period_end=self.t + span,
-                    gpus=cc.gpus,
-                    gpu_ms=cc.gpus * (span // NS_PER_MS),
-                    rate=cc.rate,
-                )
-            )
+            self.ledger.append(self._entry(CHARGE, c, self.t, end, cc.gpus, cc.rate))
             self._spend_started(c)
         for cid, (gpus, units) in sorted(self.committed.items()):
             self._record(self.clusters[cid], COMMITMENT, units, gpus)
@@ -681,6 +768,7 @@ class _Tick:
     def _release(self, n: Node, minimum: bool = True) -> None:
         assert n.cluster is not None
         c = self.clusters[n.cluster]
+        self.unpriced.pop(n.id, None)
         self._release_commitment(n)
         if minimum and c.kind == "k8s" and n.granted_at is not None:
             self._bill_minimum(c, n)
@@ -704,65 +792,120 @@ class _Tick:
         if end <= self.t:
             return
         rate = self.inp.rates.get(c.id, n.locked_price or 0)
-        span = end - self.t
-        self.ledger.append(
-            Entry(
-                at=self.t,
-                account=c.account,
-                kind=HOLD,
-                units=amount(rate, self.g, span),
-                cluster=c.id,
-                island=self.inp.island.id,
-                tick=self.inp.tick,
-                node=n.id,
-                period_start=self.t,
-                period_end=end,
-                gpus=self.g,
-                gpu_ms=self.g * (span // NS_PER_MS),
-                rate=rate,
-            )
-        )
+        self.ledger.append(self._entry(HOLD, c, self.t, end, self.g, rate, node=n.id))
 
     def _preempt(self, job: Job, why: str) -> None:
         """The job goes back to pending; nodes still inside their window stay, idle, and so do
-        its nodes on the cluster's block."""
+        its nodes on the cluster's block. A job started this same tick was never running: it
+        goes back without an event, its nodes idle as they were (no Provisioned and Preempted
+        in one tick)."""
         c = self.clusters[job.cluster]
+        started = self.started.pop((job.cluster, job.name), None) is not None
+
+        def idle(n: Node) -> None:
+            n.job = None
+            n.idle_since = (self.idle_before.get(n.id) or self.t) if started else self.t
+            self._touch(n)
+
         for n in [n for n in self.holdings[c.id] if n.job == job.name]:
             if n.window_open(self.t) and self.refused.get(c.id) != BILLING_HOLD:
-                n.job, n.idle_since, n.locked_price = None, self.t, job.price(c)
-                self._touch(n)
+                idle(n)
+                if not started:
+                    n.locked_price = job.price(c)
             else:
                 self._release(n)
         for n in self._block_of(c):
             if n.job == job.name:
-                n.job, n.idle_since = None, self.t
-                self._touch(n)
+                idle(n)
         job.state, job.provisioned_at, job.gang_price = "pending", None, None
-        self._event(job, "Preempted", why)
+        if started:
+            self.changed_jobs[(job.cluster, job.name)] = job
+        else:
+            self._event(job, "Preempted", why)
 
     def _start(self, job: Job, c: Cluster, why: str) -> None:
+        """The job runs from now; its `Provisioned` event waits for the end of the tick."""
         job.state, job.provisioned_at, job.gang_price = "running", self.t, job.price(c)
-        job.bid_too_low = False
-        self._event(job, "Provisioned", why)
+        self.started[(job.cluster, job.name)] = why
+        self.changed_jobs[(job.cluster, job.name)] = job
+
+    def _provisioned(self) -> None:
+        for (cluster, name), why in self.started.items():
+            self._event(self.jobs[(cluster, name)], "Provisioned", why)
+        self.started.clear()
 
     def _job_verdicts(self) -> None:
+        """A job whose price cannot meet the reserve while it bids (pending, or running on
+        market nodes) reads bid_too_low and gets one BidTooLow event and one REFUSED line when
+        that starts, whether the reserve or its price moved."""
         for c in self._sorted_clusters("k8s"):
-            for job in self._jobs_of(c, "pending"):
+            for job in [*self._jobs_of(c, "pending"), *self._jobs_of(c, "running")]:
                 price = job.price(c)
-                low = price is None or price < self.r
+                low = self._bids(job) and (price is None or price < self.r)
                 if low and not job.bid_too_low:
                     shown = "no limit price" if price is None else f"{usd(price)} USD/GPU-h"
-                    self._event(job, "BidTooLow", f"{shown} is under the reserve {usd(self.r)}")
+                    detail = f"{shown} is under the reserve {usd(self.r)}"
+                    self._event(job, "BidTooLow", detail)
+                    self._refuse(
+                        c,
+                        BidTooLow(
+                            f"job {job.name}: {detail}: it can never clear",
+                            cluster=c.id,
+                            job=job.name,
+                            price_per_gpu_hour=None if price is None else usd(price),
+                            reserve_price=usd(self.r),
+                        ),
+                    )
                 if low != job.bid_too_low:
                     job.bid_too_low = low
                     self.changed_jobs[(job.cluster, job.name)] = job
+
+    def _bids(self, job: Job) -> bool:
+        """Whether the job asks the market for anything: pending, or running on market nodes
+        or short of nodes (a job wholly on its cluster's block bids nothing)."""
+        if job.state == "pending":
+            return True
+        c = self.clusters[job.cluster]
+        if any(n.job == job.name for n in self.holdings[c.id]):
+            return True
+        return self._placed(job) + self._owed_to(job) < job.nodes
+
+    def _bid_verdicts(self, clearing: Clearing) -> set[str]:
+        """Clusters with demand under the reserve this tick. A VM cluster's standing bid that
+        the reserve overtakes logs one REFUSED line when that starts (a Kubernetes cluster's
+        jobs log their own, `_job_verdicts`)."""
+        low = set(clearing.bid_too_low)
+        low |= {j.cluster for j in self.jobs.values() if j.bid_too_low and j.state != "finished"}
+        for c in self._sorted_clusters():
+            now_low = c.id in low
+            if now_low and not c.bid_too_low and c.kind == "vm":
+                price = c.max_price or 0
+                self._refuse(
+                    c,
+                    BidTooLow(
+                        f"{usd(price)} USD per GPU-hour is under the reserve price "
+                        f"{usd(self.r)}: the demand waits and lapsed nodes are reclaimed",
+                        cluster=c.id,
+                        price_per_gpu_hour=usd(price),
+                        reserve_price=usd(self.r),
+                    ),
+                )
+            if now_low != c.bid_too_low:
+                c.bid_too_low = now_low
+                self.changed_clusters[c.id] = c
+        return low
+
+    def _refuse(self, c: Cluster, refusal: BidTooLow | SpendLimit | BillingHold) -> None:
+        """One REFUSED line for a refusal the tick makes."""
+        log_refusal(refusal)
+        self.logged.add((c.id, refusal.code))
 
     def _set_reasons(self) -> None:
         for c in self._sorted_clusters():
             reason = self.refused.get(c.id)
             if reason == c.pending_reason:
                 continue
-            if reason is not None:
+            if reason is not None and (c.id, reason) not in self.logged:
                 self._log_refusal(c, reason)
             c.pending_reason = reason
             self.changed_clusters[c.id] = c
@@ -771,17 +914,19 @@ class _Tick:
         """One REFUSED line when the tick starts refusing a cluster's demand (not every tick)."""
         if reason == BILLING_HOLD:
             balance = self.inp.balances.get(c.account, 0)
-            log_refusal(
+            self._refuse(
+                c,
                 BillingHold(
                     "the account's balance is at or below zero: market capacity reclaimed",
                     cluster=c.id,
                     account=c.account,
                     balance_units=balance,
-                )
+                ),
             )
         else:
             budget = self._budget(c)
-            log_refusal(
+            self._refuse(
+                c,
                 SpendLimit(
                     "the worst case of further grants does not fit the spend limit; "
                     "the demand stays pending",
@@ -789,7 +934,7 @@ class _Tick:
                     limit_units=budget.limit,
                     spent_units=budget.spent,
                     committed_units=budget.committed,
-                )
+                ),
             )
 
     # --- helpers --------------------------------------------------------------------------
@@ -816,16 +961,18 @@ class _Tick:
         return [c for _, c in sorted(self.clusters.items()) if kind is None or c.kind == kind]
 
     def _jobs_of(self, c: Cluster, state: str) -> list[Job]:
+        """The cluster's jobs in `state`, oldest first (equal times: the one accepted first)."""
         jobs = [j for j in self.jobs.values() if j.cluster == c.id and j.state == state]
-        return sorted(jobs, key=lambda j: (j.created_at, j.name))
+        return sorted(jobs, key=lambda j: j.age)
 
     def _waiting(self, c: Cluster) -> list[Job]:
         """Pending jobs in placement order: priority class, then the oldest."""
         jobs = self._jobs_of(c, "pending")
-        return sorted(jobs, key=lambda j: (-priority(j.priority_class), j.created_at, j.name))
+        return sorted(jobs, key=lambda j: (-priority(j.priority_class), j.age))
 
     def _assign(self, job: Job, nodes: list[Node]) -> None:
         for n in nodes:
+            self.idle_before.setdefault(n.id, n.idle_since)
             n.job, n.idle_since = job.name, None
             self._touch(n)
 
@@ -858,11 +1005,28 @@ class _Tick:
     def _touch_block(self, b: Block) -> None:
         self.changed_blocks[b.id] = b
 
+    def _entry(
+        self,
+        kind: str,
+        c: Cluster,
+        start: int,
+        end: int,
+        gpus: int,
+        rate: int,
+        node: str | None = None,
+    ) -> Entry:
+        island, tick = self.inp.island.id, self.inp.tick
+        return period_entry(
+            kind, self.t, c.account, c.id, island, start, end, gpus, rate, tick=tick, node=node
+        )
+
     def _event(self, job: Job, kind: str, detail: str) -> None:
         self.events.append(JobEvent(job.cluster, job.name, self.t, kind, detail))
         self.changed_jobs[(job.cluster, job.name)] = job
 
-    def _output(self, clearing: Clearing) -> TickOutput:
+    def _output(
+        self, clearing: Clearing, low: set[str], ladder: tuple[LadderRung, ...]
+    ) -> TickOutput:
         allocations = []
         pending = 0
         for c in self._sorted_clusters():
@@ -878,10 +1042,11 @@ class _Tick:
                 for j in self._jobs_of(c, "pending"):
                     credit = len(self.credit.get((c.id, j.name), []))
                     pending += (j.nodes - credit) * self.g
-        verdicts = [(c, "bid-too-low") for c in sorted(clearing.bid_too_low)]
+        verdicts = [(c, "bid-too-low") for c in sorted(low)]
         verdicts += sorted(self.refused.items())
         return TickOutput(
             clearing=clearing,
+            ladder=ladder,
             nodes=sorted(self.changed_nodes.values(), key=lambda n: n.idx),
             jobs=list(self.changed_jobs.values()),
             clusters=list(self.changed_clusters.values()),

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from burstmarket.api.app import create_app
-from burstmarket.client import OperatorClient
+from burstmarket.client import OperatorClient, TickReport
 from burstmarket.history import HistoryExporter
+from burstmarket.server import LogFormat
 from burstmarket.settings import Settings
 from burstmarket.simulation.pace import Driven, run
 from burstmarket.simulation.world import World
@@ -48,21 +48,25 @@ def ticks_for(options: SimulateOptions) -> int:
 
 
 async def simulate(
-    options: SimulateOptions, on_tick: Callable[[dict[str, Any]], None] | None = None
+    options: SimulateOptions, on_tick: Callable[[TickReport], None] | None = None
 ) -> datetime:
-    """Run the simulation; the market time it reached."""
+    """Run the simulation; the market time its history is complete up to (the end of the last
+    tick's interval)."""
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     _log_to(out / LOG_FILE)
     midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     token = secrets.token_urlsafe(24)
+    interval = timedelta(seconds=options.tick_seconds)
     settings = Settings(
         clock="manual",
         data_dir=out,
         tick_seconds=options.tick_seconds,
         operator_token=token,
-        # an empty store starts so that its history ends today; a used one carries on
-        clock_start=midnight - timedelta(days=options.days),
+        # An empty store's first tick is `days` before today's midnight (a tick moves the clock
+        # one interval on, then runs), so its last tick bills up to midnight: whole days, from
+        # midnight to midnight, at 30-minute ticks 48 per island each. A used one carries on.
+        clock_start=midnight - timedelta(days=options.days) - interval,
     )
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
@@ -72,17 +76,18 @@ async def simulate(
         )
         pace = Driven(OperatorClient(BASE_URL, token, http=http), options.tick_seconds, 0, on_tick)
         # the first tick opens the span: `ticks_for` ticks in all
-        span = timedelta(seconds=options.tick_seconds) * (ticks_for(options) - 1)
-        reached = await run(world, pace, span)
-    export_history(settings)
-    return reached
+        reached = await run(world, pace, interval * (ticks_for(options) - 1))
+    # the last tick billed [reached, reached + interval): market time is complete up to there
+    export_history(settings, through=reached + interval)
+    return reached + interval
 
 
-def export_history(settings: Settings) -> None:
-    """Write every closed window the running feed has not written yet (the app is closed)."""
+def export_history(settings: Settings, through: datetime) -> None:
+    """Write every window the running feed has not written yet, up to `through` (the app is
+    closed, so no tick is still to come)."""
     db = Database(settings.database_path)
     try:
-        HistoryExporter(db, settings.data_dir / "history").run()
+        HistoryExporter(db, settings.data_dir / "history").run(through)
     finally:
         db.close()
 
@@ -90,7 +95,7 @@ def export_history(settings: Settings) -> None:
 def _log_to(path: Path) -> None:
     """The service's log lines (refusals, exports) go to a file, not over the progress bar."""
     handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(LogFormat())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)

@@ -13,9 +13,9 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from burstmarket.client import OperatorClient
+from burstmarket.client import OperatorClient, TickReport
 from burstmarket.simulation.world import World
 
 
@@ -49,7 +49,7 @@ class Driven:
         operator: OperatorClient,
         tick_seconds: float,
         period: float,
-        on_tick: Callable[[dict[str, Any]], None] | None = None,
+        on_tick: Callable[[TickReport], None] | None = None,
     ) -> None:
         self.interval = timedelta(seconds=tick_seconds)
         self.operator = operator
@@ -70,16 +70,18 @@ class Driven:
         stats = await self.operator.ticks(1)
         if self.on_tick is not None:
             self.on_tick(stats)
-        return datetime.fromisoformat(stats["time"])
+        return stats.time
 
 
 async def run(world: World | None, pace: Pace, duration: timedelta | None = None) -> datetime:
     """Step the world once per tick for `duration` of market time (forever if None); the
     market time at the end. Without a world only the pace runs (a faster clock, no tenants)."""
+    if world is not None:
+        await world.setup()  # islands and clusters first, so the first tick is every island's
     now = await pace.first()
     until = None if duration is None else now + duration
     if world is not None:
-        await world.setup(now)
+        await world.start(now)
     while until is None or now < until:
         if world is not None:
             await world.step(now, pace.interval)

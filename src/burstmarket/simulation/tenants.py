@@ -36,10 +36,6 @@ RECHECK = timedelta(minutes=20)
 """How long a tenant waits before looking again at a job that is not done."""
 
 
-def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
 class Tenant:
     def __init__(
         self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
@@ -73,8 +69,8 @@ class VmTenant(Tenant):
 
     async def start(self, now: datetime) -> None:
         capacity = await self.client.capacity()
-        self.gpus_per_node = capacity["gpus_per_node"]
-        self.declared = capacity["max_gpus"] // self.gpus_per_node
+        self.gpus_per_node = capacity.gpus_per_node
+        self.declared = capacity.max_gpus // self.gpus_per_node
         if self.spec.spend_limit is not None:
             await self.client.set_spend_limit(self.spec.spend_limit)
         # tenants come in over the first minutes, so even a fresh market moves tick by tick
@@ -104,7 +100,7 @@ class VmTenant(Tenant):
             release: list[str] = []
             if self.rng.random() < 0.5:
                 # name the nodes to give back, as a tenant draining particular VMs would
-                held = [n["id"] for n in (await self.client.capacity())["nodes"]]
+                held = [n.id for n in (await self.client.capacity()).nodes]
                 release = self.rng.sample(held, min(len(held), self.declared - want))
             await self.client.declare(want * g, self.spec.value, release)
         elif self.spec.ladder_aware and want:
@@ -142,9 +138,9 @@ class K8sTenant(Tenant):
         await self.client.set_bid(self.spec.value)
         # a restart of the simulation picks its jobs back up; names are never reused
         for job in await self.client.jobs():
-            self.seq = max(self.seq, _seq(job["name"]))
-            if job["state"] != "finished":
-                self.jobs[job["name"]] = self._plan(job["nodes"], now, self._work())
+            self.seq = max(self.seq, _seq(job.name))
+            if job.state != "finished":
+                self.jobs[job.name] = self._plan(job.nodes, now, self._work())
         self.arrives_at = now + timedelta(minutes=self.rng.uniform(0, 0.5))
 
     def _work(self) -> timedelta:
@@ -199,17 +195,17 @@ class K8sTenant(Tenant):
 
     async def _check(self, name: str, job: LiveJob, now: datetime) -> None:
         seen = await self.client.job(name)
-        if seen["state"] == "finished":
+        if seen.state == "finished":
             del self.jobs[name]
             return
-        if seen["state"] != "running" or seen["provisioned_at"] is None:
+        if seen.state != "running" or seen.provisioned_at is None:
             if now - job.submitted_at > PENDING_PATIENCE:
                 await self._finish(name)
             else:
                 job.due_at = now + RECHECK
             return
         # running time counts from the last provisioning: a preempted job starts over
-        ran = now - parse_time(seen["provisioned_at"])
+        ran = now - seen.provisioned_at
         if job.crash_after is not None and ran >= job.crash_after:
             await self._finish(name)
             log.debug("%s: job %s crashed; restarting it", self.spec.name, name)

@@ -2,8 +2,9 @@
 
 `World.setup` makes sure the islands, accounts and clusters exist (the operator's endpoints),
 remembering each cluster's token in `<data dir>/simulation.json` so a restart on the same data
-dir picks up the same tenants. `World.step` is one tick of market time: the operator changes a
-reserve now and then and tops up accounts, then every tenant acts.
+dir picks up the same tenants; `World.start` starts the tenants at the first tick's time.
+`World.step` is one tick of market time: the operator changes a reserve now and then and tops
+up accounts, then every tenant acts.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import math
 import os
 import random
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import httpx
 
-from burstmarket.client import OperatorClient, Refused, TenantClient
+from burstmarket.client import ClientError, OperatorClient, Refused, TenantClient
 from burstmarket.simulation import population
 from burstmarket.simulation.population import ISLANDS, IslandPlan, TenantSpec
 from burstmarket.simulation.tenants import Tenant, make_tenant
@@ -27,8 +29,8 @@ from burstmarket.simulation.tenants import Tenant, make_tenant
 log = logging.getLogger(__name__)
 
 STATE_FILE = "simulation.json"
-OPENING_BALANCE_USD = 1_000_000.0
-TOP_UP_BELOW_USD = 200_000.0
+OPENING_BALANCE_USD = Decimal(1_000_000)
+TOP_UP_BELOW_USD = Decimal(200_000)
 RESERVE_CHANGES_PER_HOUR = 1 / 3
 """Per island: the simulated operator moves the reserve about every three hours."""
 RESERVE_RANGE = (0.8, 1.25)
@@ -58,24 +60,25 @@ class World:
         self.rng = random.Random(seed + 1)  # noqa: S311 (a simulation, not a secret)
         self.plans: list[IslandPlan] = []
         self.tenants: list[Tenant] = []
+        self._created: list[tuple[TenantSpec, str]] = []
+        """What `setup` made sure exists: each tenant and its cluster token."""
         self._next_top_up: datetime | None = None
 
-    async def setup(self, now: datetime) -> None:
-        """Create what is missing (islands, accounts, clusters) and start every tenant."""
-        existing = {i["id"]: i for i in await self.operator.islands()}
+    async def setup(self) -> None:
+        """Create what is missing: islands, accounts, clusters."""
+        existing = {i.id: i for i in await self.operator.islands()}
         for plan in ISLANDS:
             found = existing.get(plan.id)
             if found is None:
-                await self.operator.put_island(
+                found = await self.operator.put_island(
                     plan.id,
                     gpus_per_node=plan.gpus_per_node,
                     nodes=plan.nodes,
                     reserve_price=plan.reserve_price,
                 )
-                found = {"nodes": plan.nodes, "gpus_per_node": plan.gpus_per_node}
             # size the population to the island as it is (an operator may have changed it)
             self.plans.append(
-                IslandPlan(plan.id, found["nodes"], found["gpus_per_node"], plan.reserve_price)
+                IslandPlan(plan.id, found.nodes, found.gpus_per_node, plan.reserve_price)
             )
         tokens = self._load_tokens()
         specs = population.draw(self.seed, self.plans)
@@ -83,8 +86,12 @@ class World:
             if spec.name not in tokens:
                 tokens[spec.name] = await self._create(spec)
                 self._save_tokens(tokens)
-        for spec in specs:
-            client = TenantClient(self.base_url, tokens[spec.name], http=self.http)
+        self._created = [(spec, tokens[spec.name]) for spec in specs]
+
+    async def start(self, now: datetime) -> None:
+        """Start every tenant (set up first)."""
+        for spec, token in self._created:
+            client = TenantClient(self.base_url, token, http=self.http)
             rng = random.Random(f"{self.seed}:{spec.name}")  # noqa: S311 (not a secret)
             tenant = make_tenant(spec, client, rng, self.reconsider)
             await tenant.start(now)
@@ -104,7 +111,7 @@ class World:
         created = await self.operator.create_cluster(
             spec.account, spec.island, spec.kind, spec.name
         )
-        return str(created["token"])
+        return created.token
 
     def _load_tokens(self) -> dict[str, str]:
         if not self.state_path.exists():
@@ -125,7 +132,7 @@ class World:
         or restarting) just sits this step out."""
         try:
             await self._operate(now, dt)
-        except (Refused, httpx.HTTPError) as error:
+        except ClientError as error:
             log.warning("simulation: operator: %s", error)
         # tenants act at once, as independent tenants do (and the service overlaps their reads)
         await asyncio.gather(*(self._act(tenant, now, dt) for tenant in self.tenants))
@@ -135,7 +142,7 @@ class World:
             await tenant.step(now, dt)
         except Refused as refused:
             log.debug("simulation: %s refused: %s", tenant.spec.name, refused)
-        except httpx.HTTPError as error:
+        except ClientError as error:
             log.warning("simulation: %s: %s", tenant.spec.name, error)
 
     async def _operate(self, now: datetime, dt: timedelta) -> None:
@@ -148,6 +155,6 @@ class World:
         if self._next_top_up is None or now >= self._next_top_up:
             self._next_top_up = now + timedelta(days=1)
             for account in sorted({t.spec.account for t in self.tenants}):
-                balance = (await self.operator.account(account))["balance_usd"]
+                balance = (await self.operator.account(account)).balance_usd
                 if balance < TOP_UP_BELOW_USD:
-                    await self.operator.credit(account, round(OPENING_BALANCE_USD - balance, 2))
+                    await self.operator.credit(account, OPENING_BALANCE_USD - balance)

@@ -1,3 +1,3 @@
-SELECT id, account, island, kind, max_gpus, max_price, demand_since, limit_price, spend_limit,
-       spend_window_start, pending_reason
+SELECT id, account, island, kind, max_gpus, max_price, demand, limit_price, spend_limit,
+       spend_window_start, pending_reason, bid_too_low
 FROM clusters WHERE id = $cluster

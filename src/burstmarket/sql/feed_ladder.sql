@@ -1,12 +1,20 @@
 -- The ladder feed: one row per tick of $island in [$from_tick, $to_tick], rungs as a list.
--- A tick with no contestable node has no ladder rows and reads as an empty list.
+-- A tick with no rung (no contestable node and none under a window) reads as an empty list.
+-- `reason` says in words what clearing_json.WINDOWS_HOLD says for the live ticks.
 SELECT
     t.tick,
     t.time,
     t.reserve_price::DOUBLE AS reserve_price,
     coalesce(
         list(
-            {'nodes': l.nodes, 'gpus': l.gpus, 'price_per_gpu_hour': l.price::DOUBLE}
+            {
+                'nodes': l.nodes,
+                'gpus': l.gpus,
+                'price_per_gpu_hour': l.price::DOUBLE,
+                'contestable_at': l.contestable_at,
+                'reason': CASE WHEN l.contestable_at IS NOT NULL
+                    THEN 'protection windows hold the nodes until contestable_at' END
+            }
             ORDER BY l.nodes
         ) FILTER (WHERE l.nodes IS NOT NULL),
         []

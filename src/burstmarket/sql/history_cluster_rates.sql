@@ -1,7 +1,9 @@
--- Export one island's `cluster_rates` rows in [$start, $end) to the Parquet file $path.
+-- Export one island's `cluster_rates` rows in [$start, $end) to the Parquet file $path, each
+-- with its tick's interval.
 COPY (
-    SELECT tick, time, cluster, gpus, rate, amount_usd
-    FROM cluster_rates
-    WHERE island = $island AND time >= $start AND time < $end
-    ORDER BY time, tick, cluster
+    SELECT r.tick, r.time, r.cluster, r.gpus, r.rate, r.amount_usd, t.tick_seconds
+    FROM cluster_rates AS r
+    JOIN ticks AS t ON t.island = r.island AND t.tick = r.tick
+    WHERE r.island = $island AND r.time >= $start AND r.time < $end
+    ORDER BY r.time, r.tick, r.cluster
 ) TO $path (FORMAT parquet, COMPRESSION zstd)

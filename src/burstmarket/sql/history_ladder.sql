@@ -1,7 +1,9 @@
--- Export one island's `ladder` rows in [$start, $end) to the Parquet file $path.
+-- Export one island's `ladder` rows in [$start, $end) to the Parquet file $path, each with its
+-- tick's interval.
 COPY (
-    SELECT tick, time, nodes, gpus, price
-    FROM ladder
-    WHERE island = $island AND time >= $start AND time < $end
-    ORDER BY time, tick, nodes
+    SELECT l.tick, l.time, l.nodes, l.gpus, l.price, l.contestable_at, t.tick_seconds
+    FROM ladder AS l
+    JOIN ticks AS t ON t.island = l.island AND t.tick = l.tick
+    WHERE l.island = $island AND l.time >= $start AND l.time < $end
+    ORDER BY l.time, l.tick, l.nodes
 ) TO $path (FORMAT parquet, COMPRESSION zstd)

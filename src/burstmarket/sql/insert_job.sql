@@ -1,2 +1,2 @@
-INSERT INTO jobs (cluster, name, nodes, priority_class, limit_price, state, created_at)
-VALUES ($cluster, $name, $nodes, $priority_class, $limit_price, 'pending', $created_at)
+INSERT INTO jobs (cluster, name, nodes, priority_class, limit_price, state, created_at, seq)
+VALUES ($cluster, $name, $nodes, $priority_class, $limit_price, 'pending', $created_at, $seq)

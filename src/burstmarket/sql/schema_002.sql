@@ -1,5 +1,5 @@
--- Schema 2: operator node states, owed replacements, base load blocks (MARKET.md "Windows and
--- holds", "Base load blocks").
+-- Schema 2: operator node states, owed replacements, base load blocks (docs/market.md
+-- "Nodes out of service", "Base load").
 --
 -- nodes.service:    NULL in service | 'cordoned' (operator health check) | 'dark' (kubelet lost).
 --                   An out-of-service node keeps its cluster (it stays with it, unbilled) until

@@ -5,15 +5,18 @@
 -- (a retention job may trim the live table from the old end; the history holds everything).
 -- {history_ticks} is the Parquet files of this island's `ticks` history, or an empty relation.
 -- Buckets without ticks are absent. Prices come out as DECIMAL(18,6) USD per GPU-hour.
+-- GPU-hours count each tick for its own interval; a history part written before ticks recorded
+-- theirs (no tick_seconds) counts the configured one. The candle of $open_bucket, the one the
+-- latest tick is in, is still open (`closed` false): later ticks may yet land in it.
 WITH oldest_live AS (
     SELECT coalesce(min(tick), 9223372036854775807) AS tick FROM ticks WHERE island = $island
 ),
 rows AS (
-    SELECT tick, time, vwap, min, max, gpus
+    SELECT tick, time, vwap, min, max, gpus, tick_seconds
     FROM ticks
     WHERE island = $island AND time >= $start AND time < $end
     UNION ALL
-    SELECT tick, time, vwap, min, max, gpus
+    SELECT tick, time, vwap, min, max, gpus, coalesce(tick_seconds, $tick_seconds)
     FROM {history_ticks}
     WHERE time >= $start AND time < $end AND tick < (SELECT tick FROM oldest_live)
 )
@@ -27,8 +30,9 @@ SELECT
          AS DECIMAL(18, 6)) AS vwap,
     min(min) AS min,
     max(max) AS max,
-    CAST(sum(gpus) * $tick_seconds / 3600 AS DECIMAL(18, 6)) AS gpu_hours,
-    count(*) AS ticks
+    CAST(sum(gpus * tick_seconds) / 3600 AS DECIMAL(18, 6)) AS gpu_hours,
+    count(*) AS ticks,
+    time_bucket($width, timezone('UTC', time)) < $open_bucket AS closed
 FROM rows
 GROUP BY ALL
 ORDER BY start

@@ -11,10 +11,12 @@ anything was written since it was taken.
 from __future__ import annotations
 
 import logging
+import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,14 +29,52 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = ("schema_001", "schema_002", "schema_003")
+MIGRATIONS = ("schema_001", "schema_002", "schema_003", "schema_004", "schema_005")
 """sql/ files applied in order; the index + 1 is the schema version they bring the store to."""
+
+
+PRIVATE_UMASK = 0o077
+"""The store is the tenants' ledger: `serve` and `simulate` run under this umask, so its file,
+its WAL and the history beside it are created 0600 (DuckDB recreates the WAL after every
+checkpoint, so a chmod of the files would not hold)."""
+
+_HOLDER = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
+
+
+class StoreOpenError(Exception):
+    """The store's file cannot be opened: one line for the operator, naming the directory."""
+
+
+def _open(path: Path) -> duckdb.DuckDBPyConnection:
+    """The store's one connection, or StoreOpenError saying why not (another process holds the
+    file, the directory is read-only...), never a traceback."""
+    where = path.parent.resolve()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # DuckDB writes its WAL (and the feed its history) beside the file: a read-only
+        # directory must stop the start, not the first write
+        tempfile.TemporaryFile(dir=where).close()
+    except OSError as exc:
+        raise StoreOpenError(
+            f"cannot use the data directory {where}: {exc.strerror or exc}"
+        ) from None
+    try:
+        return duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        holder = _HOLDER.search(message)
+        if holder is not None:
+            raise StoreOpenError(
+                f"the data directory {where} is in use: {path.name} is held by "
+                f"process {holder.group(2)} ({holder.group(1)})"
+            ) from None
+        raise StoreOpenError(f"cannot open the store in {where}: {message}") from None
 
 
 class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._con = duckdb.connect(str(self.path))
+        self._con = _open(self.path)
         self._writer = self._con.cursor()
         # reentrant: a tick holds it across its commit and the bookkeeping right after
         self._lock = threading.RLock()
@@ -55,12 +95,14 @@ class Database:
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
+                cur.execute("COMMIT")
             except BaseException:
-                self.epoch += 1
-                cur.execute("ROLLBACK")
+                # after a failed COMMIT (a full disk) DuckDB has rolled back already
+                with suppress(duckdb.TransactionException):
+                    cur.execute("ROLLBACK")
                 raise
-            self.epoch += 1
-            cur.execute("COMMIT")
+            finally:
+                self.epoch += 1
 
     @contextmanager
     def held(self) -> Iterator[None]:

@@ -7,6 +7,7 @@ import pyarrow as pa
 USD = pa.decimal128(18, 6)
 UNITS = pa.decimal128(38, 0)  # ledger units, cast to HUGEINT on insert
 TIME = pa.timestamp("us", tz="UTC")
+SECONDS = pa.decimal128(12, 3)  # a duration of market time, exact to the ms
 
 
 def _f(name: str, kind: pa.DataType, nullable: bool = False) -> pa.Field:
@@ -30,6 +31,7 @@ NODES = pa.schema(
         _f("service", pa.string(), True),
         _f("owed_until", pa.int64(), True),
         _f("block", pa.string(), True),
+        _f("billed_until", pa.int64(), True),
     ]
 )
 
@@ -54,12 +56,14 @@ JOB_EVENTS = pa.schema(
     ]
 )
 
+TRANCHE = pa.struct([_f("nodes", pa.int32()), _f("since", pa.int64()), _f("seq", pa.int64())])
+
 DEMAND = pa.schema(
     [
         _f("id", pa.string()),
         _f("max_gpus", pa.int32()),
         _f("max_price", pa.int64(), True),
-        _f("demand_since", pa.int64()),
+        _f("demand", pa.list_(_f("item", TRANCHE))),
     ]
 )
 
@@ -68,6 +72,7 @@ CLUSTER_STATE = pa.schema(
         _f("id", pa.string()),
         _f("spend_window_start", pa.int64(), True),
         _f("pending_reason", pa.string(), True),
+        _f("bid_too_low", pa.bool_()),
     ]
 )
 
@@ -101,6 +106,7 @@ TICKS = pa.schema(
         _f("clusters", pa.int32()),
         _f("pending_gpus", pa.int32()),
         _f("reserve_price", USD),
+        _f("tick_seconds", SECONDS),
         _f("core_rounds", pa.int32()),
         _f("core_exact", pa.bool_()),
     ]
@@ -137,6 +143,7 @@ LADDER = pa.schema(
         _f("nodes", pa.int32()),
         _f("gpus", pa.int32()),
         _f("price", USD),
+        _f("contestable_at", TIME, True),
     ]
 )
 

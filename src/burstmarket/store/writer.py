@@ -9,7 +9,9 @@ A job is a function of a `Batch` (the writer's cursor, plus hooks around the com
 first and writes after: a job that refuses (raises MarketError) has written nothing, so its
 refusal is its answer and the batch goes on. Any other exception means the transaction may hold
 half a job: the batch is rolled back and each of its jobs is run again alone, so one bad job never
-fails the others.
+fails the others. An after-commit hook that fails leaves the batch committed but its bookkeeping
+half done: the batch's rollback hooks run (caches forget what they kept), its callers get the
+error, and the writer goes on with the next batch. Nothing a job or hook raises stops the writer.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 
 from burstmarket.errors import MarketError
+from burstmarket.store.faults import store_fault
 
 if TYPE_CHECKING:
     from burstmarket.store.database import Database
@@ -113,9 +116,13 @@ class GroupWriter:
                     stop = True
                     break
                 jobs.append(more)
-            if not self._commit(jobs, alone=len(jobs) == 1):
-                for job in jobs:
-                    self._commit([job], alone=True)
+            try:
+                if not self._commit(jobs, alone=len(jobs) == 1):
+                    for job in jobs:
+                        self._commit([job], alone=True)
+            except Exception as exc:  # a bug here must not leave every later caller waiting
+                log.exception("the store writer failed on a batch of %d jobs", len(jobs))
+                _fail(jobs, exc)
             if stop:
                 return
 
@@ -138,6 +145,11 @@ class GroupWriter:
                 if batch is not None:
                     for hook in batch._failed:
                         hook()
+                if (fault := store_fault(exc)) is not None:
+                    # the disk, not a job: every job is answered 503, logged where it is answered
+                    for job in jobs:
+                        job.future.set_exception(fault)
+                    return True
                 if not alone:
                     log.warning(
                         "group commit of %d jobs failed (%r); running them one by one",
@@ -150,11 +162,24 @@ class GroupWriter:
                 return True
             assert batch is not None
             # committed: the jobs' in-memory bookkeeping, before any other write runs
-            for after in batch._after:
-                after()
+            try:
+                for after in batch._after:
+                    after()
+            except Exception as exc:
+                log.exception("an after-commit hook failed; its batch is committed")
+                for hook in batch._failed:
+                    hook()
+                _fail(jobs, exc)
+                return True
         for job, (ok, value) in zip(jobs, outcomes, strict=True):
             if ok:
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
         return True
+
+
+def _fail(jobs: list[_Job], exc: BaseException) -> None:
+    for job in jobs:
+        if not job.future.done():
+            job.future.set_exception(exc)

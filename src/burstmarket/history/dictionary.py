@@ -1,0 +1,167 @@
+"""The data dictionary of the Parquet history: every table and column, with its type and unit.
+
+One definition per table, in the order its export writes the columns (sql/history_<table>.sql);
+a test reads real exported files against it, so it cannot drift from them. `docs/history-tables.md`
+is its rendering (`python -m burstmarket.history.dictionary > docs/history-tables.md`, and a test
+checks the file is current), and the service serves it as JSON at `/schema/history.json`, beside
+the feed catalog's AsyncAPI document. Types are as DuckDB reads the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from burstmarket.history.layout import TABLES
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+    description: str
+    nullable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    description: str
+    columns: tuple[Column, ...]
+
+
+USD_PER_GPU_HOUR = "DECIMAL(18,6)"
+
+TICK = Column("tick", "BIGINT", "Tick number, consecutive per island from 1.")
+TIME = Column(
+    "time",
+    "TIMESTAMP WITH TIME ZONE",
+    "Market time of the tick (UTC). The tick stands for [time, time + tick_seconds).",
+)
+TICK_SECONDS = Column(
+    "tick_seconds",
+    "DECIMAL(12,3)",
+    "Seconds of market time the tick stands for: the interval it billed in advance. A row's "
+    "GPU-hours are gpus × tick_seconds / 3600, whatever interval the market ran at (10 s "
+    "live by default, 1800 s under `burstmarket simulate`).",
+)
+
+PARTITIONS = (
+    Column("island", "VARCHAR", "The island (hive partition `island=<id>` in the path)."),
+    Column("month", "VARCHAR", "UTC month of `time`, YYYY-MM (hive partition `month=`)."),
+)
+"""Read with `hive_partitioning = true`, every table also has these, from the file's path."""
+
+HISTORY = (
+    Table(
+        "ticks",
+        "One row per island and tick: the market statistics of that tick (base load excluded).",
+        (
+            TICK,
+            TIME,
+            Column("vwap", USD_PER_GPU_HOUR, "USD per GPU-hour: the mean of the rates the "
+                   "clusters holding market nodes pay, weighted by their GPUs; NULL when none "
+                   "holds any.", nullable=True),
+            Column("min", USD_PER_GPU_HOUR, "USD per GPU-hour: the lowest cluster rate.",
+                   nullable=True),
+            Column("max", USD_PER_GPU_HOUR, "USD per GPU-hour: the highest cluster rate.",
+                   nullable=True),
+            Column("gpus", "INTEGER", "GPUs held in the market this tick."),
+            Column("clusters", "INTEGER", "Clusters holding market nodes this tick."),
+            Column("pending_gpus", "INTEGER", "GPUs declared or asked for by jobs, not granted."),
+            Column("reserve_price", USD_PER_GPU_HOUR, "USD per GPU-hour: the island's reserve "
+                   "price in force at the tick."),
+            TICK_SECONDS,
+        ),
+    ),
+    Table(
+        "cluster_rates",
+        "One row per tick and cluster holding market nodes: what it holds and pays.",
+        (
+            TICK,
+            TIME,
+            Column("cluster", "VARCHAR", "The cluster's id."),
+            Column("gpus", "INTEGER", "GPUs the cluster holds in the market this tick."),
+            Column("rate", USD_PER_GPU_HOUR, "USD per GPU-hour the cluster pays this tick."),
+            Column("amount_usd", "DECIMAL(18,6)", "USD billed for the tick's interval: rate × "
+                   "gpus × tick_seconds / 3600, exact in the ledger, rounded here to 6 decimals."),
+            TICK_SECONDS,
+        ),
+    ),
+    Table(
+        "allocations",
+        "One row per tick and node a cluster holds after the tick.",
+        (
+            TICK,
+            TIME,
+            Column("cluster", "VARCHAR", "The cluster holding the node."),
+            Column("node", "VARCHAR", "The node's id (`<island>-n<index>`)."),
+            Column("kind", "VARCHAR", "`market` (won or kept in the auction), `protected` "
+                   "(held under its protection window) or `base_load` (a base load block's)."),
+            TICK_SECONDS,
+        ),
+    ),
+    Table(
+        "ladder",
+        "One row per tick and rung of the price-to-win ladder.",
+        (
+            TICK,
+            TIME,
+            Column("nodes", "INTEGER", "Whole nodes a new demand asks for."),
+            Column("gpus", "INTEGER", "The same in GPUs."),
+            Column("price", USD_PER_GPU_HOUR, "USD per GPU-hour it takes to win them: now, or "
+                   "for a rung not contestable now, at contestable_at against the demand "
+                   "standing at the tick."),
+            Column("contestable_at", "TIMESTAMP WITH TIME ZONE", "NULL: contestable in the "
+                   "tick's auction. Otherwise the earliest time enough protection windows end "
+                   "for the rung to be contested.", nullable=True),
+            TICK_SECONDS,
+        ),
+    ),
+)
+assert {t.name for t in HISTORY} == set(TABLES)
+
+
+def as_json() -> dict[str, Any]:
+    """The dictionary as served at `/schema/history.json`."""
+
+    def columns(found: tuple[Column, ...]) -> list[dict[str, Any]]:
+        return [{"name": c.name, "type": c.type, "nullable": c.nullable,
+                 "description": c.description} for c in found]
+
+    return {
+        "layout": "history/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet",
+        "partitions": columns(PARTITIONS),
+        "tables": [{"name": t.name, "description": t.description, "columns": columns(t.columns)}
+                   for t in HISTORY],
+    }
+
+
+def markdown() -> str:
+    lines = [
+        "# History tables",
+        "",
+        "<!-- Generated by `python -m burstmarket.history.dictionary`"
+        " from src/burstmarket/history/dictionary.py: edit that, not this. -->",
+        "",
+        "Every file is `history/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet`"
+        " (see [history.md](history.md)). Read with `hive_partitioning = true`, each table"
+        " also has the partition columns:",
+        "",
+        *_rows(PARTITIONS),
+    ]
+    for table in HISTORY:
+        lines += ["", f"## {table.name}", "", table.description, "", *_rows(table.columns)]
+    return "\n".join(lines) + "\n"
+
+
+def _rows(columns: tuple[Column, ...]) -> list[str]:
+    rows = ["| column | type | null | meaning |", "|---|---|---|---|"]
+    for c in columns:
+        null = "yes" if c.nullable else "no"
+        rows.append(f"| `{c.name}` | {c.type} | {null} | {c.description} |")
+    return rows
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -1,0 +1,57 @@
+"""A cluster's bill as rows per time bucket (docs/market.md "Billing").
+
+The sums are exact (ledger units, SQL `billing`); what a row shows is rounded to 6 decimals so
+that the rows of a report add up exactly to the report's total, by largest remainder: every row
+is rounded down, then the rows that lost the most take one more millionth each until the sum is
+the total, itself rounded half away from zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burstmarket.clock import NS_PER_MS, rfc3339
+from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
+from burstmarket.store.rows import Cursor, fetch
+
+GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
+
+
+def billing_rows(
+    cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: str
+) -> list[dict[str, Any]]:
+    width = GRANULARITIES[granularity]
+    # market times are whole milliseconds: so are the bounds a report is cut at
+    low = -(2**62) if start is None else start - start % NS_PER_MS
+    high = 2**62 if end is None else end - end % NS_PER_MS
+    rows = fetch(cur, "billing", cluster=cluster, width=width, start=low, end=high)
+    units = [int(r["units"]) for r in rows]
+    micros = apportion(units, LEDGER_UNITS_PER_MICRO)
+    # a millionth of a GPU-hour is 3.6 GPU-milliseconds: 18 per 5 GPU-ms
+    hours = apportion([int(r["gpu_ms"]) * 5 for r in rows], 18)
+    return [
+        {
+            "start": rfc3339(int(r["bucket"])),
+            "end": rfc3339(int(r["bucket"]) + width),
+            "gpu_hours": hours[i] / 1_000_000,
+            "amount_usd": micros[i] / 1_000_000,
+            "amount_units": units[i],
+            "kind": r["kind"],
+        }
+        for i, r in enumerate(rows)
+    ]
+
+
+def apportion(values: list[int], per: int) -> list[int]:
+    """Each value / `per` as a whole number, so that they add up to the rounded total."""
+    shares = [v // per for v in values]
+    short = _rounded(sum(values), per) - sum(shares)  # between 0 and len(values)
+    by_remainder = sorted(range(len(values)), key=lambda i: (shares[i] * per - values[i], i))
+    for i in by_remainder[:short]:
+        shares[i] += 1
+    return shares
+
+
+def _rounded(value: int, per: int) -> int:
+    """value / per rounded half away from zero (as money.units_to_usd shows a lone amount)."""
+    return round_div(value, per) if value >= 0 else -round_div(-value, per)

@@ -1,0 +1,22 @@
+"""Faults of the store itself (a full disk, an I/O error), told apart from bugs.
+
+A request that meets one is answered `store-unavailable` (503, Retry-After) with one REFUSED
+line and no traceback: nothing of it was written, and the same request succeeds once the disk
+has room again. DuckDB reports them as `IOException`; everything else stays a bug.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from burstmarket.errors import StoreUnavailable
+
+
+def store_fault(exc: BaseException) -> StoreUnavailable | None:
+    """The refusal to answer for `exc`, if it is a fault of the store rather than a bug."""
+    if isinstance(exc, StoreUnavailable):
+        return exc
+    if isinstance(exc, duckdb.IOException):
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreUnavailable(first_line)
+    return None
