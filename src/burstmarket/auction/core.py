@@ -8,36 +8,41 @@ set T of winners left out of a coalition with all the losers:
 There are 2^|W| such sets, so they are generated as needed (Day & Raghavan 2007): the payments
 are the revenue-minimising point of the constraints found so far (an LP) nearest to VCG (a QP,
 Day & Cramton 2012), and the loop ends only when an exact separation finds no coalition blocking
-that point. No round bound: the answer is always the exact point, rounded up to whole µUSD.
+that point and the point is proven optimal. No round bound: the answer is always the exact point,
+rounded up to whole µUSD. What keeps it fast is this market's structure:
 
-What keeps the rounds few and cheap (Bünz, Seuken & Lubin 2015 add several constraints per round
-and keep them across rounds; the rest is this market's structure):
-
-- The nodes are identical, so separation is a knapsack over one capacity axis: each winner either
-  stays out (keeping bid − payment) or takes part with any of its own units (`_Separation`).
-- One table pass certifies a point. When it is blocked, a second pass from the other end gives,
-  for every winner j at once, the most violated coalition leaving j out: up to |W| constraints
-  per round instead of one.
-- Equal-sized winners are interchangeable in a coalition, so a found coalition stands for many:
-  replacing a member by a winner that kept a slot at least as large in the blocking allocation
-  never lowers the bound. Between exact separations, the constraints found are re-aimed that way
-  at the new point (`_Pool`), which costs no table pass at all.
-- The LP and the QP see only the constraints that bind or nearly do; the rest are checked
-  afterwards and brought in only if the solution breaks them (`_Relaxation`).
+- The nodes are identical, so separation is a knapsack over one capacity axis: each winner stays
+  out (keeping bid − payment) or takes part with any of its own units (`kernels.separate`). One
+  pass forward and one backward give, for every winner j at once, the most blocking coalition
+  leaving j out: up to |W| constraints per round (Bünz, Seuken & Lubin 2015 add several a round).
+  Those passes follow the winning allocation within a band of nodes (a blocking coalition frees a
+  few gangs' worth); only the certificate, one pass over every capacity, is exact
+  (`kernels.most_blocking`), and it widens the band if it finds what the band missed.
+- Winners that won as many nodes at the same VCG payment are interchangeable: a coalition leaving
+  one out stands for the same coalition leaving out any other, whenever that other took part on
+  exactly the nodes it won (swap them: each takes the other's place and gives up at most its bid,
+  so β does not fall). The programs therefore run over classes of such winners, one payment per
+  class, which both shrinks them (a few dozen classes for a thousand winners) and spares the
+  rounds that would otherwise raise the members of a class one at a time.
+- The class solution is the exact optimum, not an approximation: the constraints binding at it,
+  with every swapped copy, are a relaxation of the core that is symmetric within classes, whose
+  unique nearest minimum-revenue point is therefore the class point; it lies in the core (the
+  exact separation), so it is the core's. Where a binding coalition had a class member take part
+  on other nodes (so its copies are unproven), or a member's bid caps its class, that member gets
+  a class of its own and the programs run again.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from burstmarket.auction.kernels import add_winner, best_split
-from burstmarket.auction.knapsack import Item, Table, bundles, empty
-from burstmarket.auction.qp import SolverError, minimize, nearest_to_origin
+from burstmarket.auction.kernels import NEG, advance, most_blocking, separate
+from burstmarket.auction.knapsack import Item, Table, bundles
+from burstmarket.auction.qp import least_revenue, nearest
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -45,8 +50,9 @@ Ints = npt.NDArray[np.int64]
 _USD = 1e-6  # µUSD -> USD: the programs run in USD above VCG, far above the solvers' tolerances
 _SNAP = 1e-2  # µUSD: a solver value this close above a whole µUSD is that µUSD
 _REVENUE_SLACK = (1e-9, 1e-7, 1e-5)  # USD over the LP's minimum revenue the QP may use
-_NEAR = 1e-7  # USD: a constraint this close to binding goes into the programs
-_TABLE_BUDGET = 256 << 20  # bytes of separation tables kept at once
+_BINDING = 1e-7  # USD: a constraint this close to binding counts as binding
+_WIDTH = 128  # nodes: how far the separation's band first reaches from the winning allocation
+_BAND_BUDGET = 64 << 20  # bytes of band tables; past it, every round is an exact separation
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +72,20 @@ class CorePayments:
     surplus: list[int]
     """Per winner, µUSD/h over the reserve."""
     rounds: int
-    """Exact separations run, the last of which found no blocking coalition."""
+    """Separations run, the last of which (an exact one) found no blocking coalition."""
     exact: bool
-    """Checked at the end: the point blocks no coalition, lies between VCG and the bids, and its
-    revenue is the relaxation's minimum rounded up to whole µUSD."""
+    """Checked at the end: the point blocks no coalition found, lies between VCG and the bids,
+    and its revenue is the programs' minimum rounded up to whole µUSD."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Coalition:
-    left_out: tuple[int, ...]
+    left_out: Ints
     """T: the winners the coalition leaves out."""
     bound: int
-    """A lower bound on β_T (exact for a coalition the separation found)."""
-    slots: Ints
-    """Per winner, the nodes it uses in the blocking allocation (0: left out)."""
+    """A lower bound on β_T: the value of the plan the separation found."""
+    moved: Ints
+    """Winners taking part on other nodes than they won (their classes' copies are unproven)."""
 
 
 def core_payments(
@@ -87,273 +93,212 @@ def core_payments(
 ) -> CorePayments:
     """The minimum-revenue core point nearest VCG. `losers` is the table over every unit of
     clusters that won nothing; `best` is V(S)."""
-    lo = np.array([w.lo for w in winners], dtype=np.int64)
-    bids = np.array([w.hi for w in winners], dtype=np.int64)
     if not winners:
         return CorePayments([], 0, True)
+    lo = np.array([w.lo for w in winners], dtype=np.int64)
+    bids = np.array([w.hi for w in winners], dtype=np.int64)
     separation = _Separation(winners, losers[: capacity + 1], best)
-    pool = _Pool(np.array([w.nodes for w in winners], dtype=np.int64))
-    relaxation = _Relaxation(lo, bids)
+    program = _Program(lo, bids, np.array([w.nodes for w in winners], dtype=np.int64))
     point = lo.copy()
-    rounds = 0
     while True:
-        variants = pool.violated(point)
-        if not variants:
-            rounds += 1
-            found = separation.blocking(bids - point, point)
+        found = separation.band(bids - point, point, program.classes)
+        if not found:
+            if not program.certified():  # classes were split: solve again first
+                point = program.solve()
+                continue
+            found = separation.exact(bids - point, point)
             if not found:
                 break
-            pool.extend(found)
-            variants = found
-        if not relaxation.add(variants):
-            # `solve` returns a point meeting every constraint it holds, so a violated one is new
-            raise SolverError("a blocked point violates no new constraint")
-        point = relaxation.solve(point)
-    return CorePayments(
-        [int(p) for p in point], rounds, relaxation.certifies(point)
-    )
+        program.add(found)
+        point = program.solve()
+    return CorePayments([int(p) for p in point], separation.rounds, program.exact(point))
 
 
 class _Separation:
-    """The most blocking coalitions at a payment point: a knapsack over node capacities in which
-    the losers take any of their units and each winner either stays out, keeping bid − payment,
-    or takes part with any of its own units. A coalition blocks when the best such value exceeds
-    V(S)."""
+    """The most blocking coalitions at a payment point (see `kernels.separate`)."""
 
     def __init__(self, winners: Sequence[Winner], losers: Table, best: int) -> None:
-        self.capacity = len(losers) - 1
         self.losers = losers.astype(np.int64)
         self.best = best
-        self.units = [bundles(w.units) for w in winners]
-        length = self.capacity + 1
-        kind = np.int16 if length <= np.iinfo(np.int16).max else np.int32
-        count = len(winners)
-        self.forward = np.zeros((count, length), dtype=kind)
-        self.backward = np.zeros((count, length), dtype=kind)
-        self.scratch = empty(length)
-        self.used = empty(length)
-        # backward tables are kept whole within the budget, else every `block`-th one
-        self.block = 1 if (count + 1) * length * 8 <= _TABLE_BUDGET else max(1, math.isqrt(count))
+        # the winners that could use the most nodes first: the exact pass's tables shrink soonest
+        demand = [sum(size for size, _ in w.units) for w in winners]
+        self.order = np.argsort(-np.array(demand), kind="stable")
+        parts = [bundles(winners[j].units) for j in self.order.tolist()]
+        self.sizes = np.concatenate([sizes for sizes, _ in parts])
+        self.values = np.concatenate([values for _, values in parts])
+        self.starts = np.cumsum([0] + [len(sizes) for sizes, _ in parts]).astype(np.int64)
+        self.won = np.array([winners[j].nodes for j in self.order.tolist()], dtype=np.int64)
+        self.width = _WIDTH
+        self.rounds = 0
+        # the first winner's plans beside the losers, built once (see kernels.stay_or_join)
+        length = len(self.losers)
+        self.joined = np.empty(length, dtype=np.int64)
+        self.took = np.empty(length, dtype=np.int64)
+        first = slice(0, int(self.starts[1]))
+        advance(
+            self.losers, 0, 0, length - 1, NEG, self.sizes[first], self.values[first],
+            self.joined, self.took, np.empty(length, dtype=np.int64), np.empty_like(self.took),
+        )
 
-    def _add(self, table: Table, j: int, keep: int, choices: npt.NDArray[np.integer]) -> None:
-        sizes, values = self.units[j]
-        add_winner(table, keep, sizes, values, self.scratch, self.used, choices[j])
-
-    def blocking(self, keeps: Ints, point: Ints) -> list[_Coalition]:
-        """Nothing if no coalition blocks; else, for each winner j that some blocking coalition
-        leaves out, the most blocking coalition leaving j out."""
-        count, capacity = len(keeps), self.capacity
-        table = self.losers.copy()
-        for j in range(count):
-            self._add(table, j, int(keeps[j]), self.forward)
-        if int(table[capacity]) <= self.best:
+    def band(self, keeps: Ints, point: Ints, classes: Ints) -> list[_Coalition]:
+        """In each class of interchangeable winners, the most blocking coalition the band finds
+        leaving one of them out; nothing if it finds none (or its tables would not fit)."""
+        capacity = len(self.losers) - 1
+        free = capacity - int(self.won.sum())
+        band = min(capacity + 1, 2 * self.width + free + 1)
+        if 16 * band * (len(keeps) + 1) > _BAND_BUDGET:
             return []
-        checkpoints = self._backward(keeps)
-        values = np.empty(count, dtype=np.int64)
-        splits = np.empty(count, dtype=np.int64)
-        prefix = self.losers.copy()  # losers and winners before j
-        for start in range(0, count, self.block):
-            end = min(start + self.block, count)
-            suffixes = self._suffixes(checkpoints, keeps, start, end)
-            for j in range(start, end):
-                value, split = best_split(prefix, suffixes[j - start], capacity)
-                values[j], splits[j] = value + keeps[j], split
-                self._add(prefix, j, int(keeps[j]), self.forward)
-        blocked = np.flatnonzero(values > self.best)
-        return self._coalitions(blocked, values[blocked], splits[blocked], point)
+        self.rounds += 1
+        totals, traced, roles = separate(
+            *self._inputs(keeps), classes[self.order], self.width, self.best
+        )
+        return self._coalitions(totals[traced], roles, point)
 
-    def _backward(self, keeps: Ints) -> dict[int, Table]:
-        """Tables over the winners after j (j + 1 … end), kept at every `block`-th j."""
-        count = len(keeps)
-        table = empty(self.capacity + 1)
-        kept = {count: table.copy()}
-        for j in range(count - 1, -1, -1):
-            self._add(table, j, int(keeps[j]), self.backward)
-            if j % self.block == 0:
-                kept[j] = table.copy()
-        return kept
+    def exact(self, keeps: Ints, point: Ints) -> list[_Coalition]:
+        """The most blocking coalition of all, or nothing if none blocks."""
+        self.rounds += 1
+        value, _ = most_blocking(*self._inputs(keeps), np.empty((0, 0), dtype=np.int16))
+        if value <= self.best:
+            return []
+        # the band missed it: trace it, and reach further from now on
+        capacity = len(self.losers) - 1
+        self.width = min(capacity, 2 * self.width)
+        kind = np.int16 if capacity <= np.iinfo(np.int16).max else np.int32
+        choices = np.empty((len(keeps), capacity + 1), dtype=kind)
+        value, roles = most_blocking(*self._inputs(keeps), choices)
+        return self._coalitions(np.array([value]), roles[None, :], point)
 
-    def _suffixes(
-        self, kept: dict[int, Table], keeps: Ints, start: int, end: int
-    ) -> list[Table]:
-        """For j in [start, end): the table over winners j + 1 … end of the row."""
-        if self.block == 1:
-            return [kept[j + 1] for j in range(start, end)]
-        tables = [kept[end]]
-        scratch_choices = np.empty((1, self.capacity + 1), dtype=self.backward.dtype)
-        for j in range(end - 1, start, -1):
-            table = tables[-1].copy()
-            sizes, values = self.units[j]
-            add_winner(table, int(keeps[j]), sizes, values, self.scratch, self.used,
-                       scratch_choices[0])
-            tables.append(table)
-        return tables[::-1]
+    def _inputs(self, keeps: Ints) -> tuple[Ints, Ints, Ints, Ints, Ints, Ints, Ints, Ints]:
+        return (
+            self.losers, self.joined, self.took, keeps[self.order], self.won, self.starts,
+            self.sizes, self.values,
+        )
 
     def _coalitions(
-        self, left_out: Ints, values: Ints, splits: Ints, point: Ints
+        self, values: Ints, roles: npt.NDArray[np.int8], point: Ints
     ) -> list[_Coalition]:
-        """Walk the recorded choices back from each blocked winner's split, all at once."""
-        count, capacity = len(self.units), self.capacity
-        columns = np.arange(len(left_out))
-        slots = np.zeros((count, len(left_out)), dtype=np.int64)
-        room = splits.copy()
-        for i in range(count - 1, -1, -1):  # winners before j, from the forward choices
-            taken = np.where(left_out > i, self.forward[i][room], 0)
-            slots[i] += taken
-            room -= taken
-        room = capacity - splits
-        for i in range(count):  # winners after j, from the backward choices
-            taken = np.where(left_out < i, self.backward[i][room], 0)
-            slots[i] += taken
-            room -= taken
-        slots[left_out, columns] = 0
-        found: dict[tuple[int, ...], _Coalition] = {}
-        for column in np.argsort(-values, kind="stable").tolist():
-            members = tuple(np.flatnonzero(slots[:, column] == 0).tolist())
-            if members in found:
-                continue  # already there with at least this value (visited in value order)
-            bound = int(values[column]) - self.best + int(point[list(members)].sum())
-            found[members] = _Coalition(members, bound, slots[:, column].copy())
+        found: dict[bytes, _Coalition] = {}
+        in_order = np.empty_like(roles)
+        in_order[:, self.order] = roles
+        for value, role in zip(values.tolist(), in_order, strict=True):
+            left_out = np.flatnonzero(role == 1)
+            # value = Σ_T (bid − p) + the plan's value, so β_T ≥ value − V(S) + Σ_T p
+            bound = value - self.best + int(point[left_out].sum())
+            key = left_out.tobytes()
+            if key not in found or found[key].bound < bound:
+                found[key] = _Coalition(left_out, bound, np.flatnonzero(role == 2))
         return list(found.values())
 
 
-class _Pool:
-    """Every coalition found, re-aimed at each new point: a member of T may be swapped for a
-    winner outside T whose slot in the blocking allocation has at least the member's won nodes
-    and at most its own (the member then takes that slot, worth at least its bid, and the other
-    gives up at most its bid): β of the new set is at least β_T."""
+class _Program:
+    """The constraints found, over classes of interchangeable winners, and the point of least
+    revenue nearest VCG under them."""
 
-    def __init__(self, won: Ints) -> None:
-        self.won = won
-        self.found: list[_Coalition] = []
-
-    def extend(self, coalitions: Sequence[_Coalition]) -> None:
-        self.found.extend(coalitions)
-
-    def violated(self, point: Ints) -> list[_Coalition]:
-        variants: dict[tuple[int, ...], _Coalition] = {}
-        for coalition in self.found:
-            members = self._cheapest(coalition, point)
-            if int(point[list(members)].sum()) < coalition.bound:
-                known = variants.get(members)
-                if known is None or known.bound < coalition.bound:
-                    variants[members] = _Coalition(members, coalition.bound, coalition.slots)
-        return list(variants.values())
-
-    def _cheapest(self, coalition: _Coalition, point: Ints) -> tuple[int, ...]:
-        slots, won = coalition.slots, self.won
-        outside = np.flatnonzero((slots > 0) & (slots <= won))
-        if not len(outside):
-            return coalition.left_out
-        outside = outside[np.argsort(point[outside], kind="stable")]
-        free = np.ones(len(outside), dtype=bool)
-        members = set(coalition.left_out)
-        for member in sorted(coalition.left_out, key=lambda m: (-int(point[m]), m)):
-            fits = free & (slots[outside] >= won[member]) & (point[outside] < point[member])
-            candidates = np.flatnonzero(fits)
-            if len(candidates):
-                taken = int(candidates[0])
-                free[taken] = False
-                members.discard(member)
-                members.add(int(outside[taken]))
-        return tuple(sorted(members))
-
-
-class _Relaxation:
-    """The constraints found so far, and the point of least revenue nearest VCG under them."""
-
-    def __init__(self, lo: Ints, bids: Ints) -> None:
+    def __init__(self, lo: Ints, bids: Ints, won: Ints) -> None:
         self.lo, self.bids = lo, bids
-        self.bound: dict[tuple[int, ...], int] = {}
+        self.room = bids - lo
+        keys: dict[tuple[int, int], int] = {}
+        self.classes = np.array(
+            [keys.setdefault((int(w), int(v)), len(keys)) for w, v in zip(won, lo, strict=True)],
+            dtype=np.int64,
+        )
+        self.coalitions: list[_Coalition] = []
+        self.rows: dict[bytes, tuple[Ints, int, bool, _Coalition]] = {}
+        self.x: Floats = np.zeros(len(keys))
         self.least = 0.0
 
-    def add(self, coalitions: Sequence[_Coalition]) -> bool:
-        new = False
+    def add(self, found: Sequence[_Coalition]) -> None:
+        self.coalitions.extend(found)
+        self._count(found)
+
+    def _count(self, coalitions: Sequence[_Coalition]) -> None:
+        """Per distinct class count of the coalitions found: the counts, the most any of them
+        needs above VCG (µUSD), and a coalition needing it (one whose copies are proven if any
+        is)."""
+        count = int(self.classes.max()) + 1
         for c in coalitions:
-            if self.bound.get(c.left_out, -1) < c.bound:
-                self.bound[c.left_out] = c.bound
-                new = True
-        return new
+            counts = np.bincount(self.classes[c.left_out], minlength=count)
+            need = c.bound - int(self.lo[c.left_out].sum())
+            proven = not np.any(counts[self.classes[c.moved]])
+            key = counts.tobytes()
+            known = self.rows.get(key)
+            if known is None or (need, proven) > (known[1], known[2]):
+                self.rows[key] = (counts, need, proven, c)
 
-    def solve(self, previous: Ints) -> Ints:
-        """Least revenue (LP), then the point on it nearest VCG (QP), in USD above VCG over the
-        winners some constraint names (any other extra payment would only raise revenue).
-        Each program starts from the constraints that bind at the last point or come new and
-        takes in any other it then breaks, so it ends feasible for all of them."""
-        sets = list(self.bound)
-        involved = np.array(sorted({j for members in sets for j in members}), dtype=np.int64)
-        column = {int(j): i for i, j in enumerate(involved.tolist())}
-        rows = [[column[j] for j in members] for members in sets]
-        short = np.array([self.bound[m] - int(self.lo[list(m)].sum()) for m in sets])
-        need: Floats = (short * _USD).astype(np.float64)
-        membership = np.zeros((len(rows), len(involved)))
-        for i, row in enumerate(rows):
-            membership[i, row] = 1.0
-        lower = np.zeros(len(involved))
-        upper: Floats = ((self.bids[involved] - self.lo[involved]) * _USD).astype(np.float64)
-        start = (previous[involved] - self.lo[involved]) * _USD
-        active = set(np.flatnonzero(membership @ start - need <= _NEAR).tolist())
+    def _split(self, members: Ints) -> bool:
+        """Give each of `members` a class of its own (those not alone in theirs already)."""
+        split = False
+        for j in members.tolist():
+            if np.count_nonzero(self.classes == self.classes[j]) > 1:
+                self.classes[j] = self.classes.max() + 1
+                split = True
+        if split:
+            self.rows = {}
+            self._count(self.coalitions)
+        return split
 
-        def lp(chosen: list[int]) -> Floats:
-            return minimize(
-                lower, upper, [rows[i] for i in chosen], need[chosen],
-                linear=np.ones(len(involved)),
-            )
+    def _matrix(self) -> tuple[Floats, Ints, list[_Coalition]]:
+        rows = list(self.rows.values())
+        count = int(self.classes.max()) + 1
+        matrix = np.array([r[0] for r in rows], dtype=np.float64).reshape(len(rows), count)
+        return matrix, np.array([r[1] for r in rows], dtype=np.int64), [r[3] for r in rows]
 
-        x = _feasible(lp, active, membership, need)
-        self.least = float(x.sum())
-        active |= set(np.flatnonzero(membership @ x - need <= _NEAR).tolist())
-
-        def qp(chosen: list[int]) -> Floats:
-            return _on_least_revenue(
-                lower, upper, [rows[i] for i in chosen], need[chosen], self.least
-            )
-
-        x = _feasible(qp, active, membership, need)
-        slack = self.bids[involved] - self.lo[involved]
-        snapped = np.minimum(slack, np.maximum(0, np.ceil(x / _USD - _SNAP)).astype(np.int64))
-        # snapping may leave a large set a µUSD short: plain ceilings for its members
-        for i in np.flatnonzero(membership @ snapped < short).tolist():
-            members = rows[i]
-            snapped[members] = np.minimum(slack[members], np.ceil(x[members] / _USD))
-        point = self.lo.copy()
-        point[involved] += snapped
+    def solve(self) -> Ints:
+        """Least revenue (LP), then the point on it nearest VCG (QP), one payment per class, in
+        USD above VCG; a member whose bid caps its class's payment gets a class of its own."""
+        while True:
+            count = int(self.classes.max()) + 1
+            sizes = np.bincount(self.classes, minlength=count).astype(np.float64)
+            room = (self.room * _USD).astype(np.float64)
+            upper = np.zeros(count)
+            np.maximum.at(upper, self.classes, room)
+            matrix, need, _ = self._matrix()
+            required = (need * _USD).astype(np.float64)
+            x = least_revenue(sizes, upper, matrix, required)
+            self.least = float(sizes @ x)
+            x = self._nearest(sizes, upper, matrix, required)
+            capped = np.flatnonzero(room <= x[self.classes] + 1e-12)
+            if not self._split(capped):
+                break
+        self.x = x
+        snapped = np.maximum(0, np.ceil(x / _USD - _SNAP)).astype(np.int64)
+        # snapping may leave a row a µUSD short: plain ceilings for its classes
+        for i in np.flatnonzero(matrix @ snapped < need).tolist():
+            involved = matrix[i] > 0
+            snapped[involved] = np.ceil(x[involved] / _USD)
+        point: Ints = self.lo + np.minimum(self.room, snapped[self.classes])
         return point
 
-    def certifies(self, point: Ints) -> bool:
-        """The last point is between VCG and the bids, meets every constraint found, and its
-        revenue above VCG is the LP's least rounded up: under a µUSD per winner above it."""
+    def _nearest(self, sizes: Floats, upper: Floats, matrix: Floats, required: Floats) -> Floats:
+        """The QP with the revenue at most the LP's minimum plus a slack. The slack stays far
+        under the snap to whole µUSD, so it never shows in a payment; only when the LP's own
+        rounding leaves that face empty does it grow, and a payment may then read one µUSD
+        high."""
+        for slack in _REVENUE_SLACK[:-1]:
+            try:
+                return nearest(sizes, upper, matrix, required, self.least + slack)
+            except RuntimeError:
+                continue
+        return nearest(sizes, upper, matrix, required, self.least + _REVENUE_SLACK[-1])
+
+    def certified(self) -> bool:
+        """True when every coalition binding at the last solution has its copies proven, so that
+        the solution is the optimum of a relaxation of the core (see the module's docstring);
+        else the members standing in the way get classes of their own (solve again)."""
+        matrix, need, rows = self._matrix()
+        binding = np.flatnonzero(matrix @ self.x - need * _USD <= _BINDING)
+        blocking: list[Ints] = []
+        for i in binding.tolist():
+            c = rows[i]
+            involved = np.isin(self.classes[c.moved], self.classes[c.left_out])
+            blocking.append(c.moved[involved])
+        return not blocking or not self._split(np.concatenate(blocking))
+
+    def exact(self, point: Ints) -> bool:
+        """The point is between VCG and the bids, meets every constraint found, and its revenue
+        above VCG is the LP's least rounded up: under a µUSD per winner above it."""
         within = bool(np.all(self.lo <= point)) and bool(np.all(point <= self.bids))
-        meets = all(int(point[list(m)].sum()) >= b for m, b in self.bound.items())
+        meets = all(int(point[c.left_out].sum()) >= c.bound for c in self.coalitions)
         raised = int((point - self.lo).sum())
         least = self.least / _USD
         return within and meets and least - _SNAP <= raised <= least + len(point)
-
-
-def _feasible(
-    solve: Callable[[list[int]], Floats], active: set[int], membership: Floats, need: Floats
-) -> Floats:
-    """Solve over the `active` rows, adding any other row the answer breaks, until none."""
-    while True:
-        x = solve(sorted(active))
-        broken = set(np.flatnonzero(membership @ x - need < -1e-9).tolist()) - active
-        if not broken:
-            return x
-        active |= broken
-
-
-def _on_least_revenue(
-    lower: Floats, upper: Floats, rows: list[list[int]], bounds: Floats, least: float
-) -> Floats:
-    """The point nearest the origin with revenue at most the LP's minimum plus a slack.
-
-    The slack stays far under the snap to whole µUSD, so it never shows in a payment; only
-    when the LP's own rounding leaves that face empty does it grow, and a payment may then read
-    one µUSD high.
-    """
-    for slack in _REVENUE_SLACK[:-1]:
-        try:
-            return nearest_to_origin(lower, upper, rows, bounds, least + slack)
-        except SolverError:
-            continue
-    return nearest_to_origin(lower, upper, rows, bounds, least + _REVENUE_SLACK[-1])
