@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from burstmarket.auction.kernels import add_unit_with_bits, walk_bits
-from burstmarket.auction.knapsack import Item, Table, empty
+from burstmarket.auction import kernels
+from burstmarket.auction.knapsack import Table
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +42,29 @@ class Optima:
     bits: npt.NDArray[np.uint8]
 
     def decide(self, capacity: int, probes: Sequence[int]) -> Decisions:
-        chosen, verdicts = walk_bits(
+        chosen, verdicts = kernels.walk_bits(
             self.bits, self.sizes, capacity, np.asarray(probes, dtype=np.int64)
         )
         return Decisions(
-            [bool(c) for c in chosen.tolist()],
+            chosen.tolist(),
             dict(zip(probes, (bool(v) for v in verdicts.tolist()), strict=True)),
         )
 
 
-def optima(items: Sequence[Item], supply: int) -> Optima:
-    """`items` in age order, oldest first. Memory: one bit per unit and capacity."""
-    table = empty(supply + 1)
-    sizes = np.array([size for size, _ in items], dtype=np.int64)
-    bits = np.zeros((len(items), (supply + 8) // 8), dtype=np.uint8)
-    for i in range(len(items) - 1, -1, -1):
-        size, value = items[i]
-        if size <= supply:
-            add_unit_with_bits(table, size, value, bits[i])
-    return Optima(table, sizes, bits)
+def optima(sizes: npt.NDArray[np.int64], values: npt.NDArray[np.int64], supply: int) -> Optima:
+    """Units in age order, oldest first. Memory: one bit per unit and capacity."""
+    full, bits = kernels.optima(sizes, values, supply, ~dominated(sizes, values, supply))
+    return Optima(full, sizes, bits)
+
+
+def dominated(
+    sizes: npt.NDArray[np.int64], values: npt.NDArray[np.int64], supply: int
+) -> npt.NDArray[np.bool_]:
+    """Units no optimum on at most `supply` nodes holds: those for which at least `supply`
+    single-node units bid strictly more per node. A plan holding such a unit of k nodes uses
+    at most supply − k of those, so k of them are left, and taking them instead is worth more.
+    Leaving these units out changes no table entry up to `supply`, and no choice among optima."""
+    per_node = values // np.maximum(sizes, 1)
+    singles = np.sort(per_node[sizes == 1])
+    above = len(singles) - np.searchsorted(singles, per_node, side="right")
+    return above >= supply

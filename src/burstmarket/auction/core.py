@@ -41,8 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction.kernels import NEG, advance, most_blocking, separate
-from burstmarket.auction.knapsack import Item, Table, bundles
-from burstmarket.auction.qp import least_revenue, nearest
+from burstmarket.auction.knapsack import Table
+from burstmarket.auction.qp import LeastRevenue, nearest
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -63,8 +63,9 @@ class Winner:
     """Its bid surplus: the value of what it won over the reserve; the most it can pay."""
     nodes: int
     """Nodes it won."""
-    units: Sequence[Item]
-    """All of its units, won or not: what it could do in a coalition."""
+    sizes: Ints
+    values: Ints
+    """All of its units, won or not, as knapsack items: what it could do in a coalition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +122,12 @@ class _Separation:
         self.losers = losers.astype(np.int64)
         self.best = best
         # the winners that could use the most nodes first: the exact pass's tables shrink soonest
-        demand = [sum(size for size, _ in w.units) for w in winners]
+        demand = [int(w.sizes.sum()) for w in winners]
         self.order = np.argsort(-np.array(demand), kind="stable")
-        parts = [bundles(winners[j].units) for j in self.order.tolist()]
-        self.sizes = np.concatenate([sizes for sizes, _ in parts])
-        self.values = np.concatenate([values for _, values in parts])
-        self.starts = np.cumsum([0] + [len(sizes) for sizes, _ in parts]).astype(np.int64)
+        ordered = [winners[j] for j in self.order.tolist()]
+        self.sizes = np.concatenate([w.sizes for w in ordered])
+        self.values = np.concatenate([w.values for w in ordered])
+        self.starts = np.cumsum([0] + [len(w.sizes) for w in ordered]).astype(np.int64)
         self.won = np.array([winners[j].nodes for j in self.order.tolist()], dtype=np.int64)
         self.width = _WIDTH
         self.rounds = 0
@@ -203,27 +204,53 @@ class _Program:
             dtype=np.int64,
         )
         self.coalitions: list[_Coalition] = []
-        self.rows: dict[bytes, tuple[Ints, int, bool, _Coalition]] = {}
-        self.x: Floats = np.zeros(len(keys))
         self.least = 0.0
+        self._restart()
+
+    def _restart(self) -> None:
+        """Rows from every coalition found, over the classes as they are now."""
+        self.index: dict[bytes, int] = {}
+        self.matrix = np.zeros((0, int(self.classes.max()) + 1))
+        self.need = np.zeros(0, dtype=np.int64)
+        self.proven = np.zeros(0, dtype=np.bool_)
+        self.reps: list[_Coalition] = []
+        self.lp: LeastRevenue | None = None
+        self.active = np.zeros(0, dtype=np.bool_)  # rows the QP holds
+        self.x: Floats = np.zeros(self.matrix.shape[1])
+        self._count(self.coalitions)
 
     def add(self, found: Sequence[_Coalition]) -> None:
         self.coalitions.extend(found)
         self._count(found)
 
     def _count(self, coalitions: Sequence[_Coalition]) -> None:
-        """Per distinct class count of the coalitions found: the counts, the most any of them
-        needs above VCG (µUSD), and a coalition needing it (one whose copies are proven if any
-        is)."""
-        count = int(self.classes.max()) + 1
+        """A row per distinct class count of the coalitions: the count, the most any of them
+        needs above VCG (µUSD), and a coalition needing it (one whose copies are proven, if
+        any is)."""
+        count = self.matrix.shape[1]
+        fresh: list[Ints] = []
         for c in coalitions:
             counts = np.bincount(self.classes[c.left_out], minlength=count)
             need = c.bound - int(self.lo[c.left_out].sum())
             proven = not np.any(counts[self.classes[c.moved]])
             key = counts.tobytes()
-            known = self.rows.get(key)
-            if known is None or (need, proven) > (known[1], known[2]):
-                self.rows[key] = (counts, need, proven, c)
+            row = self.index.get(key)
+            if row is None:
+                self.index[key] = len(self.reps)
+                self.reps.append(c)
+                self.need = np.append(self.need, need)
+                self.proven = np.append(self.proven, proven)
+                fresh.append(counts)
+            elif (need, proven) > (self.need[row], self.proven[row]):
+                if self.lp is not None and need > self.need[row]:
+                    self.lp.raise_need(row, need * _USD)
+                self.need[row], self.proven[row], self.reps[row] = need, proven, c
+        if fresh:
+            rows = np.array(fresh, dtype=np.float64)
+            self.matrix = np.vstack([self.matrix, rows])
+            self.active = np.append(self.active, np.ones(len(fresh), dtype=np.bool_))
+            if self.lp is not None:
+                self.lp.add(rows, (self.need[-len(fresh) :] * _USD).astype(np.float64))
 
     def _split(self, members: Ints) -> bool:
         """Give each of `members` a class of its own (those not alone in theirs already)."""
@@ -233,38 +260,42 @@ class _Program:
                 self.classes[j] = self.classes.max() + 1
                 split = True
         if split:
-            self.rows = {}
-            self._count(self.coalitions)
+            self._restart()
         return split
-
-    def _matrix(self) -> tuple[Floats, Ints, list[_Coalition]]:
-        rows = list(self.rows.values())
-        count = int(self.classes.max()) + 1
-        matrix = np.array([r[0] for r in rows], dtype=np.float64).reshape(len(rows), count)
-        return matrix, np.array([r[1] for r in rows], dtype=np.int64), [r[3] for r in rows]
 
     def solve(self) -> Ints:
         """Least revenue (LP), then the point on it nearest VCG (QP), one payment per class, in
         USD above VCG; a member whose bid caps its class's payment gets a class of its own."""
         while True:
-            count = int(self.classes.max()) + 1
+            count = self.matrix.shape[1]
             sizes = np.bincount(self.classes, minlength=count).astype(np.float64)
             room = (self.room * _USD).astype(np.float64)
             upper = np.zeros(count)
             np.maximum.at(upper, self.classes, room)
-            matrix, need, _ = self._matrix()
-            required = (need * _USD).astype(np.float64)
-            x = least_revenue(sizes, upper, matrix, required)
+            required = (self.need * _USD).astype(np.float64)
+            if self.lp is None:
+                self.lp = LeastRevenue(sizes, upper)
+                self.lp.add(self.matrix, required)
+            x = self.lp.solve()
             self.least = float(sizes @ x)
-            x = self._nearest(sizes, upper, matrix, required)
+            # the QP holds the rows binding at the LP's point or at its own last one, and any
+            # other it then breaks
+            self.active |= self.matrix @ x - required <= _BINDING
+            while True:
+                x = self._nearest(sizes, upper, self.matrix[self.active], required[self.active])
+                broken = (self.matrix @ x - required < -1e-9) & ~self.active
+                if not broken.any():
+                    break
+                self.active |= broken
+            self.active = self.matrix @ x - required <= _BINDING
             capped = np.flatnonzero(room <= x[self.classes] + 1e-12)
             if not self._split(capped):
                 break
         self.x = x
         snapped = np.maximum(0, np.ceil(x / _USD - _SNAP)).astype(np.int64)
         # snapping may leave a row a µUSD short: plain ceilings for its classes
-        for i in np.flatnonzero(matrix @ snapped < need).tolist():
-            involved = matrix[i] > 0
+        for i in np.flatnonzero(self.matrix @ snapped < self.need).tolist():
+            involved = self.matrix[i] > 0
             snapped[involved] = np.ceil(x[involved] / _USD)
         point: Ints = self.lo + np.minimum(self.room, snapped[self.classes])
         return point
@@ -285,13 +316,11 @@ class _Program:
         """True when every coalition binding at the last solution has its copies proven, so that
         the solution is the optimum of a relaxation of the core (see the module's docstring);
         else the members standing in the way get classes of their own (solve again)."""
-        matrix, need, rows = self._matrix()
-        binding = np.flatnonzero(matrix @ self.x - need * _USD <= _BINDING)
-        blocking: list[Ints] = []
-        for i in binding.tolist():
-            c = rows[i]
-            involved = np.isin(self.classes[c.moved], self.classes[c.left_out])
-            blocking.append(c.moved[involved])
+        binding = self.matrix @ self.x - self.need * _USD <= _BINDING
+        blocking = [
+            c.moved[np.isin(self.classes[c.moved], self.classes[c.left_out])]
+            for c in (self.reps[i] for i in np.flatnonzero(binding & ~self.proven).tolist())
+        ]
         return not blocking or not self._split(np.concatenate(blocking))
 
     def exact(self, point: Ints) -> bool:

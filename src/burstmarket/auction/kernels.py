@@ -23,33 +23,206 @@ def _compiled(function: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True)(function))
 
 
+NEG = -(1 << 62)
+"""Minus infinity in a table: far below any value, and far enough above the int64 minimum that
+adding a value to it never wraps."""
+
+
 @_compiled
 def add_items(table: Ints, sizes: Ints, values: Ints) -> None:
     """0/1 knapsack: `table` may also use any subset of the items, each at most once.
 
-    Capacities are walked downward so that `table[x - size]` is still the value before this
-    item: the item is counted at most once.
+    Of several items of one size a plan takes the most valuable ones first, so their values in
+    decreasing order are a concave gain, t ↦ P(t), and the step is a max-plus convolution of each
+    residue class x ≡ ρ (mod size) with P: `_concave_step`, O(L log L) for the whole size class
+    instead of one pass per item. A size with few items goes item by item: capacities walked
+    downward, so that `table[x − size]` is still the value before this item.
     """
+    by_value = np.argsort(-values, kind="mergesort")
+    order = by_value[np.argsort(sizes[by_value], kind="mergesort")]  # by size, then value down
     top = len(table) - 1
-    for k in range(len(sizes)):
-        size, value = sizes[k], values[k]
-        for x in range(top, size - 1, -1):
-            candidate = table[x - size] + value
-            if candidate > table[x]:
-                table[x] = candidate
+    i = 0
+    scratch = np.empty(len(table), dtype=np.int64)
+    while i < len(order):
+        size = sizes[order[i]]
+        end = i
+        while end < len(order) and sizes[order[end]] == size:
+            end += 1
+        if size <= top:
+            if end - i >= _CONCAVE_FROM:
+                gains = np.zeros(end - i + 1, dtype=np.int64)
+                for t in range(i, end):
+                    gains[t - i + 1] = gains[t - i] + values[order[t]]
+                _concave_step(table, size, gains, scratch)
+            else:
+                for k in range(i, end):
+                    value = values[order[k]]
+                    for x in range(top, size - 1, -1):
+                        candidate = table[x - size] + value
+                        if candidate > table[x]:
+                            table[x] = candidate
+        i = end
+
+
+_CONCAVE_FROM = 8  # items of one size from which one concave step beats item-by-item passes
 
 
 @_compiled
-def add_unit_with_bits(table: Ints, size: int, value: int, bits: npt.NDArray[np.uint8]) -> None:
-    """Add one unit to `table` and record, per capacity x, whether an optimum over it and the
-    units already in the table holds it: value + table[x − size] ≥ table[x] (ties: hold it).
-    `bits` is that verdict packed eight capacities to a byte, lowest bit first."""
-    bits[:] = 0
-    for x in range(len(table) - 1, size - 1, -1):
-        candidate = table[x - size] + value
-        if candidate >= table[x]:
-            bits[x >> 3] |= np.uint8(1 << (x & 7))
-            table[x] = candidate
+def _concave_step(table: Ints, size: int, gains: Ints, scratch: Ints) -> None:
+    """table[x] ← max over t ≤ len(gains) − 1, t·size ≤ x of table[x − t·size] + gains[t], with
+    `gains` concave. Per residue class f[k] = table[ρ + k·size], the best source k − t is
+    non-decreasing in k (the Monge property of f[i] + gains[k − i]), so divide and conquer finds
+    every row's best in O(K log K)."""
+    most = len(gains) - 1
+    length = len(table)
+    stack = np.empty((64, 4), dtype=np.int64)
+    for rho in range(min(size, length)):
+        count = (length - 1 - rho) // size + 1
+        source = scratch[:count]
+        for k in range(count):
+            source[k] = table[rho + k * size]
+        stack[0] = (0, count - 1, 0, count - 1)  # rows lo_k … hi_k, sources lo_i … hi_i
+        depth = 1
+        while depth > 0:
+            depth -= 1
+            lo_k, hi_k, lo_i, hi_i = stack[depth]
+            if lo_k > hi_k:
+                continue
+            k = (lo_k + hi_k) // 2
+            best, at = NEG, lo_i
+            for i in range(max(lo_i, k - most), min(hi_i, k) + 1):
+                candidate = source[i] + gains[k - i]
+                if candidate >= best:
+                    best, at = candidate, i
+            table[rho + k * size] = best
+            stack[depth] = (lo_k, k - 1, lo_i, at)
+            stack[depth + 1] = (k + 1, hi_k, at, hi_i)
+            depth += 2
+
+
+@_compiled
+def optima(
+    sizes: Ints, values: Ints, supply: int, bidding: npt.NDArray[np.bool_]
+) -> tuple[Ints, npt.NDArray[np.uint8]]:
+    """The best value on at most x nodes over the `bidding` units (x = 0 … supply), and the
+    take-bits of every unit.
+
+    Units are added youngest first; adding unit i records, per capacity x, whether an optimum
+    over it and the younger units holds it: value + table[x − size] ≥ table[x] (ties: hold it).
+    `bits[i]` is that verdict packed eight capacities to a byte, lowest bit first. A unit left
+    out, or larger than the supply, is never held: its bits stay 0.
+    """
+    table = np.zeros(supply + 1, dtype=np.int64)
+    bits = np.zeros((len(sizes), (supply + 8) // 8), dtype=np.uint8)
+    for i in range(len(sizes) - 1, -1, -1):
+        if not bidding[i]:
+            continue
+        size, value = sizes[i], values[i]
+        row = bits[i]
+        for x in range(supply, size - 1, -1):
+            candidate = table[x - size] + value
+            if candidate >= table[x]:
+                row[x >> 3] |= np.uint8(1 << (x & 7))
+                table[x] = candidate
+    return table, bits
+
+
+@_compiled
+def bundle(groups: Ints, sizes: Ints, values: Ints, count: int) -> tuple[Ints, Ints, Ints]:
+    """Items of many groups as 0/1 knapsack items, equal items of a group bundled: the items
+    sorted by (group, size, value), `count` groups. Returns the bundled sizes and values, group
+    g's being [starts[g], starts[g + 1]).
+
+    Equal items are common (a VM declaration is many 1-node units at one price), and m copies of
+    an item are exactly the 0/1 items of 1, 2, 4, … copies summing to m: log m items, not m.
+    """
+    out_sizes = np.empty(len(sizes), dtype=np.int64)
+    out_values = np.empty(len(sizes), dtype=np.int64)
+    starts = np.zeros(count + 1, dtype=np.int64)
+    made = 0
+    i = 0
+    while i < len(sizes):
+        run = i
+        while (
+            run < len(sizes)
+            and groups[run] == groups[i]
+            and sizes[run] == sizes[i]
+            and values[run] == values[i]
+        ):
+            run += 1
+        left, part = run - i, 1
+        while left > 0:
+            take = min(part, left)
+            out_sizes[made] = sizes[i] * take
+            out_values[made] = values[i] * take
+            made += 1
+            left -= take
+            part *= 2
+        starts[groups[i] + 1] = made
+        i = run
+    for g in range(count):  # groups without items end where the previous one did
+        starts[g + 1] = max(starts[g + 1], starts[g])
+    return out_sizes[:made], out_values[:made], starts
+
+
+@_compiled
+def values_without(
+    base: Ints, starts: Ints, sizes: Ints, values: Ints, at: Ints, block: int
+) -> Ints:
+    """V(X, without group c) at the capacities `at[c]` (a row per group; −1: no query, and every
+    query at least `at[0, 0]`), over `base` (every item of the groups never removed) and the
+    groups' items.
+
+    Groups go in a row: the table without group c is the prefix before c (base included) beside
+    the suffix after c, met at X alone. The suffix after c can use no more nodes than its groups
+    demand, D_c, so it is kept to [0, D_c] and the prefix to [X − D_c, X]; groups demanding the
+    most first keep both short. Suffix tables are kept every `block` groups and rebuilt one block
+    at a time: memory for len/block + block tables, one more pass over the items.
+    """
+    n = len(starts) - 1
+    length = len(base)
+    least = at[0, 0] if n else 0
+    reach = np.zeros(n + 1, dtype=np.int64)  # reach[c]: nodes groups c … n − 1 could use
+    for c in range(n - 1, -1, -1):
+        reach[c] = min(length - 1, reach[c + 1] + sizes[starts[c] : starts[c + 1]].sum())
+    kept = np.zeros((n // block + 1, length), dtype=np.int64)  # suffix at c = 0, block, 2·block …
+    table = np.zeros(length, dtype=np.int64)
+    for c in range(n - 1, -1, -1):
+        a, b = starts[c], starts[c + 1]
+        table[reach[c + 1] + 1 : reach[c] + 1] = table[reach[c + 1]]  # more room, same plans
+        add_items(table[: reach[c] + 1], sizes[a:b], values[a:b])
+        if c % block == 0:
+            kept[c // block, : reach[c] + 1] = table[: reach[c] + 1]
+    result = np.full(at.shape, -1, dtype=np.int64)
+    prefix = base.copy()
+    suffixes = np.empty((block, length), dtype=np.int64)
+    for first in range(0, n, block):
+        last = min(first + block, n)
+        # suffixes[c - first]: the table over groups c + 1 … n − 1, on [0, reach[c + 1]]
+        table[: reach[last] + 1] = kept[last // block, : reach[last] + 1]
+        for c in range(last - 1, first - 1, -1):
+            suffixes[c - first, : reach[c + 1] + 1] = table[: reach[c + 1] + 1]
+            if c > first:
+                a, b = starts[c], starts[c + 1]
+                table[reach[c + 1] + 1 : reach[c] + 1] = table[reach[c + 1]]
+                add_items(table[: reach[c] + 1], sizes[a:b], values[a:b])
+        for c in range(first, last):
+            suffix = suffixes[c - first]
+            most = reach[c + 1]
+            for q in range(at.shape[1]):
+                x = at[c, q]
+                if x < 0:
+                    continue
+                top = NEG
+                for a in range(max(0, x - most), x + 1):
+                    top = max(top, prefix[a] + suffix[x - a])
+                result[c, q] = top
+            # the prefix is right from least − reach[c] up (all the combine above reads), and
+            # adding group c (reach[c] − reach[c + 1] nodes) keeps it right from least −
+            # reach[c + 1] up
+            a, b = starts[c], starts[c + 1]
+            add_items(prefix[max(0, least - reach[c]) :], sizes[a:b], values[a:b])
+    return result
 
 
 @_compiled
@@ -85,11 +258,6 @@ def walk_bits(
     return chosen, verdict
 
 
-NEG = -(1 << 62)
-"""Minus infinity in a table: far below any value, and far enough above the int64 minimum that
-adding a value to it never wraps."""
-
-
 @_compiled
 def advance(
     previous: Ints,
@@ -114,11 +282,12 @@ def advance(
     and `choice[x - low]`, the nodes the winner then uses: 0 when it stays out (out wins ties: it
     never pays for taking part with nothing).
     """
-    top = previous_low + len(previous) - 1
+    known = len(previous)
     length = high - previous_low + 1  # the buffer covers [previous_low, high]
-    for x in range(length):
-        buffer[x] = previous[min(x, top - previous_low)]
-        used[x] = 0
+    fill = min(known, length)
+    buffer[:fill] = previous[:fill]
+    buffer[fill:length] = previous[known - 1]
+    used[:length] = 0
     for k in range(len(sizes)):
         size, value = sizes[k], values[k]
         for x in range(length - 1, size - 1, -1):
@@ -126,15 +295,16 @@ def advance(
             if candidate > buffer[x]:
                 buffer[x] = candidate
                 used[x] = used[x - size] + size
-    for x in range(low, high + 1):
-        stay_out = previous[min(x, top) - previous_low] + keep
-        take_part = buffer[x - previous_low]
+    shift = low - previous_low
+    for x in range(high - low + 1):
+        stay_out = previous[min(x + shift, known - 1)] + keep
+        take_part = buffer[x + shift]
         if stay_out >= take_part:
-            out[x - low] = stay_out
-            choice[x - low] = 0
+            out[x] = stay_out
+            choice[x] = 0
         else:
-            out[x - low] = take_part
-            choice[x - low] = used[x - previous_low]
+            out[x] = take_part
+            choice[x] = used[x + shift]
 
 
 @_compiled
@@ -215,8 +385,9 @@ def separate(
             used,
         )
 
-    forward = losers[f_low[0] : f_high[0] + 1].copy()
-    following = np.empty(band, dtype=np.int64)
+    tables = np.empty((2, band), dtype=np.int64)  # the forward table and the next, in turn
+    forward = tables[0, : f_high[0] - f_low[0] + 1]
+    forward[:] = losers[f_low[0] : f_high[0] + 1]
     fore_choice = np.empty((n, band), dtype=np.int32)
     totals = np.empty(n, dtype=np.int64)
     splits = np.empty(n, dtype=np.int64)
@@ -224,25 +395,27 @@ def separate(
         # best plan leaving j out: losers and winners before j on x nodes, those after on the rest
         top, at = NEG, -1
         low, high = b_low[j + 1], b_high[j + 1]
-        for x in range(f_low[j], f_high[j] + 1):
-            rest = capacity - x
-            if rest < low:
-                break
-            value = forward[x - f_low[j]] + backward[j + 1, min(rest, high) - low]
+        after_j = backward[j + 1]
+        start = f_low[j]
+        for x in range(start, min(f_high[j], capacity - low) + 1):
+            value = forward[x - start] + after_j[min(capacity - x, high) - low]
             if value > top:
-                top, at = value, x
+                top = value
+                at = x
         totals[j] = top + keeps[j]
         splits[j] = at
+        following = tables[(j + 1) % 2]
         if j == 0:
-            stay_or_join(losers, joined, took, keeps[0], f_low[1], f_high[1], following,
-                         fore_choice[0])
+            stay_or_join(
+                losers, joined, took, keeps[0], f_low[1], f_high[1], following, fore_choice[0]
+            )
         else:
             a, b = starts[j], starts[j + 1]
             advance(
                 forward, f_low[j], f_low[j + 1], f_high[j + 1], keeps[j], sizes[a:b],
                 values[a:b], following, fore_choice[j], buffer, used,
             )
-        forward = following[: f_high[j + 1] - f_low[j + 1] + 1].copy()
+        forward = following[: f_high[j + 1] - f_low[j + 1] + 1]
 
     top_of = np.full(classes.max() + 1, -1)
     for j in range(n):

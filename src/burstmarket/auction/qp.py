@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import quadprog
-from highspy import HighsLp, HighsModel, MatrixFormat
 
 # highspy.Highs() prints a banner on stdout, which `burstmarket clear` keeps for its JSON; the
 # wrapped solver class is the same solver without the callback plumbing that prints it.
@@ -24,35 +23,37 @@ class SolverError(RuntimeError):
     """A solver failed on a program that always has an optimum: a bug, never input."""
 
 
-def least_revenue(weights: Floats, upper: Floats, matrix: Floats, need: Floats) -> Floats:
-    """min weights·x s.t. matrix·x >= need and 0 <= x <= upper."""
-    rows, columns = matrix.shape
-    lp = HighsLp()
-    lp.num_col_ = columns
-    lp.num_row_ = rows
-    lp.col_cost_ = weights
-    lp.col_lower_ = np.zeros(columns)
-    lp.col_upper_ = upper
-    lp.row_lower_ = need
-    lp.row_upper_ = np.full(rows, np.inf)
-    row_of, column_of = np.nonzero(matrix)  # row-major: the rows' entries in order
-    lp.a_matrix_.format_ = MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = columns
-    lp.a_matrix_.num_row_ = rows
-    lp.a_matrix_.start_ = np.searchsorted(row_of, np.arange(rows + 1)).astype(np.int32)
-    lp.a_matrix_.index_ = column_of.astype(np.int32)
-    lp.a_matrix_.value_ = matrix[row_of, column_of]
-    model = HighsModel()
-    model.lp_ = lp
-    highs = _Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
-    highs.passModel(model)
-    highs.run()
-    status = highs.modelStatusToString(highs.getModelStatus())
-    if status != "Optimal":
-        raise SolverError(f"HiGHS: {status}")
-    return np.asarray(highs.getSolution().col_value, dtype=np.float64)
+class LeastRevenue:
+    """min weights·x s.t. rows·x >= need and 0 <= x <= upper, kept in one HiGHS model: rows come
+    in as they are found and each solve starts from the last basis (dual simplex)."""
+
+    def __init__(self, weights: Floats, upper: Floats) -> None:
+        highs = _Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.setOptionValue("primal_feasibility_tolerance", 1e-10)
+        columns = len(weights)
+        highs.addVars(columns, np.zeros(columns), upper)
+        highs.changeColsCost(columns, np.arange(columns, dtype=np.int32), weights)
+        self.highs = highs
+
+    def add(self, rows: Floats, need: Floats) -> None:
+        """New rows (dense, one per row of `rows`)."""
+        row_of, column_of = np.nonzero(rows)
+        starts = np.searchsorted(row_of, np.arange(len(rows))).astype(np.int32)
+        self.highs.addRows(
+            len(rows), need, np.full(len(rows), np.inf), len(row_of), starts,
+            column_of.astype(np.int32), rows[row_of, column_of],
+        )
+
+    def raise_need(self, row: int, need: float) -> None:
+        self.highs.changeRowBounds(row, need, np.inf)
+
+    def solve(self) -> Floats:
+        self.highs.run()
+        status = self.highs.modelStatusToString(self.highs.getModelStatus())
+        if status != "Optimal":
+            raise SolverError(f"HiGHS: {status}")
+        return np.asarray(self.highs.getSolution().col_value, dtype=np.float64)
 
 
 def nearest(
