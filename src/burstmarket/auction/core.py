@@ -73,7 +73,8 @@ class CorePayments:
     surplus: list[int]
     """Per winner, µUSD/h over the reserve."""
     rounds: int
-    """Separations run, the last of which (an exact one) found no blocking coalition."""
+    """Payment points examined, from VCG on: the last one no coalition blocks (the exact
+    separation says so)."""
     exact: bool
     """Checked at the end: the point blocks no coalition found, lies between VCG and the bids,
     and its revenue is the programs' minimum rounded up to whole µUSD."""
@@ -101,18 +102,21 @@ def core_payments(
     separation = _Separation(winners, losers[: capacity + 1], best)
     program = _Program(lo, bids, np.array([w.nodes for w in winners], dtype=np.int64))
     point = lo.copy()
+    rounds = 1
     while True:
         found = separation.band(bids - point, point, program.classes)
         if not found:
             if not program.certified():  # classes were split: solve again first
                 point = program.solve()
+                rounds += 1
                 continue
             found = separation.exact(bids - point, point)
             if not found:
                 break
         program.add(found)
         point = program.solve()
-    return CorePayments([int(p) for p in point], separation.rounds, program.exact(point))
+        rounds += 1
+    return CorePayments([int(p) for p in point], rounds, program.exact(point))
 
 
 class _Separation:
@@ -130,7 +134,6 @@ class _Separation:
         self.starts = np.cumsum([0] + [len(w.sizes) for w in ordered]).astype(np.int64)
         self.won = np.array([winners[j].nodes for j in self.order.tolist()], dtype=np.int64)
         self.width = _WIDTH
-        self.rounds = 0
         # the first winner's plans beside the losers, built once (see kernels.stay_or_join)
         length = len(self.losers)
         self.joined = np.empty(length, dtype=np.int64)
@@ -149,7 +152,6 @@ class _Separation:
         band = min(capacity + 1, 2 * self.width + free + 1)
         if 16 * band * (len(keeps) + 1) > _BAND_BUDGET:
             return []
-        self.rounds += 1
         totals, traced, roles = separate(
             *self._inputs(keeps), classes[self.order], self.width, self.best
         )
@@ -157,13 +159,12 @@ class _Separation:
 
     def exact(self, keeps: Ints, point: Ints) -> list[_Coalition]:
         """The most blocking coalition of all, or nothing if none blocks."""
-        self.rounds += 1
         value, _ = most_blocking(*self._inputs(keeps), np.empty((0, 0), dtype=np.int16))
         if value <= self.best:
             return []
         # the band missed it: trace it, and reach further from now on
         capacity = len(self.losers) - 1
-        self.width = min(capacity, 2 * self.width)
+        self.width = min(capacity, 2 * self.width + 1)
         kind = np.int16 if capacity <= np.iinfo(np.int16).max else np.int32
         choices = np.empty((len(keeps), capacity + 1), dtype=kind)
         value, roles = most_blocking(*self._inputs(keeps), choices)
