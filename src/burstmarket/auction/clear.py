@@ -77,17 +77,17 @@ def _ladder_probes(full: Table, supply: int, g: int) -> list[int]:
 def _ladder(
     full: Table, supply: int, g: int, reserve: int, free: int, probe_wins: dict[int, bool]
 ) -> tuple[Rung, ...]:
-    rungs = []
-    for n in range(1, supply + 1):
-        if n <= free:
-            price = reserve
-        else:
-            steps, rest = divmod(int(full[supply] - full[supply - n]), n * g * PRICE_STEP)
-            if rest or not probe_wins[supply - n]:
-                steps += 1
-            price = reserve + steps * PRICE_STEP
-        rungs.append(Rung(nodes=n, gpus=n * g, price=price))
-    return tuple(rungs)
+    n = np.arange(1, supply + 1)
+    steps, rest = np.divmod(full[supply] - full[supply - n], n * g * PRICE_STEP)
+    # one step above the break-even unless it is on the grid and the newcomer wins the tie there
+    lost = np.array([not probe_wins.get(supply - k, False) for k in n[rest == 0].tolist()])
+    above = rest != 0
+    above[rest == 0] = lost
+    prices = np.where(n <= free, reserve, reserve + (steps + above) * PRICE_STEP)
+    return tuple(
+        Rung(nodes=k, gpus=k * g, price=price)
+        for k, price in zip(n.tolist(), prices.tolist(), strict=True)
+    )
 
 
 def _payments(

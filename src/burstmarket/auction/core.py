@@ -14,10 +14,11 @@ rounded up to whole µUSD. What keeps it fast is this market's structure:
 - The nodes are identical, so separation is a knapsack over one capacity axis: each winner stays
   out (keeping bid − payment) or takes part with any of its own units (`kernels.separate`). One
   pass forward and one backward give, for every winner j at once, the most blocking coalition
-  leaving j out: up to |W| constraints per round (Bünz, Seuken & Lubin 2015 add several a round).
-  Those passes follow the winning allocation within a band of nodes (a blocking coalition frees a
-  few gangs' worth); only the certificate, one pass over every capacity, is exact
-  (`kernels.most_blocking`), and it widens the band if it finds what the band missed.
+  leaving j out (Bünz, Seuken & Lubin 2015 add several constraints a round; here one per class
+  below). Those passes follow the winning allocation within a band of nodes (a blocking
+  coalition frees a few gangs' worth). Only the certificate is exact: one pass over every
+  capacity (`kernels.most_blocking`), run once the band finds nothing; if it finds what the band
+  missed, the band widens.
 - Winners that won as many nodes at the same VCG payment are interchangeable: a coalition leaving
   one out stands for the same coalition leaving out any other, whenever that other took part on
   exactly the nodes it won (swap them: each takes the other's place and gives up at most its bid,
@@ -30,6 +31,9 @@ rounded up to whole µUSD. What keeps it fast is this market's structure:
   exact separation), so it is the core's. Where a binding coalition had a class member take part
   on other nodes (so its copies are unproven), or a member's bid caps its class, that member gets
   a class of its own and the programs run again.
+- The LP stays one HiGHS model that rows join as they are found (each solve starts from the last
+  basis); the QP holds only the rows binding at the LP's point or at its own last one, and any
+  other its answer breaks.
 """
 
 from __future__ import annotations
