@@ -40,10 +40,11 @@ class Optima:
     full: Table
     sizes: npt.NDArray[np.int64]
     bits: npt.NDArray[np.uint8]
+    always: npt.NDArray[np.int64]
 
     def decide(self, capacity: int, probes: Sequence[int]) -> Decisions:
         chosen, verdicts = kernels.walk_bits(
-            self.bits, self.sizes, capacity, np.asarray(probes, dtype=np.int64)
+            self.bits, self.always, self.sizes, capacity, np.asarray(probes, dtype=np.int64)
         )
         return Decisions(
             chosen.tolist(),
@@ -53,8 +54,8 @@ class Optima:
 
 def optima(sizes: npt.NDArray[np.int64], values: npt.NDArray[np.int64], supply: int) -> Optima:
     """Units in age order, oldest first. Memory: one bit per unit and capacity."""
-    full, bits = kernels.optima(sizes, values, supply, ~dominated(sizes, values, supply))
-    return Optima(full, sizes, bits)
+    full, bits, always = kernels.optima(sizes, values, supply, ~dominated(sizes, values, supply))
+    return Optima(full, sizes, bits, always)
 
 
 def dominated(

@@ -103,7 +103,7 @@ def _concave_step(table: Ints, size: int, gains: Ints, scratch: Ints) -> None:
 @_compiled
 def optima(
     sizes: Ints, values: Ints, supply: int, bidding: npt.NDArray[np.bool_]
-) -> tuple[Ints, npt.NDArray[np.uint8]]:
+) -> tuple[Ints, npt.NDArray[np.uint8], Ints]:
     """The best value on at most x nodes over the `bidding` units (x = 0 … supply), and the
     take-bits of every unit.
 
@@ -111,20 +111,31 @@ def optima(
     over it and the younger units holds it: value + table[x − size] ≥ table[x] (ties: hold it).
     `bits[i]` is that verdict packed eight capacities to a byte, lowest bit first. A unit left
     out, or larger than the supply, is never held: its bits stay 0.
+
+    While the younger units fit together in fewer than `supply` nodes, the table is flat past
+    their total (every one of them fits) and unit i is held on every capacity from that total
+    plus its size up: `always[i]`, past which its bits are neither computed nor read.
     """
     table = np.zeros(supply + 1, dtype=np.int64)
     bits = np.zeros((len(sizes), (supply + 8) // 8), dtype=np.uint8)
+    always = np.full(len(sizes), supply + 1, dtype=np.int64)
+    top = 0  # table[x] for x > top is table[top]
     for i in range(len(sizes) - 1, -1, -1):
-        if not bidding[i]:
-            continue
         size, value = sizes[i], values[i]
+        if not bidding[i] or size > supply:
+            continue
+        reach = min(supply, top + size)
+        table[top + 1 : reach + 1] = table[top]
         row = bits[i]
-        for x in range(supply, size - 1, -1):
+        for x in range(reach, size - 1, -1):
             candidate = table[x - size] + value
             if candidate >= table[x]:
                 row[x >> 3] |= np.uint8(1 << (x & 7))
                 table[x] = candidate
-    return table, bits
+        always[i] = reach + 1
+        top = reach
+    table[top + 1 :] = table[top]
+    return table, bits, always
 
 
 @_compiled
@@ -227,12 +238,12 @@ def values_without(
 
 @_compiled
 def walk_bits(
-    bits: npt.NDArray[np.uint8], sizes: Ints, capacity: int, probes: Ints
+    bits: npt.NDArray[np.uint8], always: Ints, sizes: Ints, capacity: int, probes: Ints
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int8]]:
-    """Decide the units oldest first from their bits (see `add_unit_with_bits`), at `capacity`
-    and, alongside, at each probe capacity. A probe leaves the walk at the first unit on which
-    its decision differs: 1 if the probe's optimum holds that unit (and the main one does not),
-    0 if the other way round; a probe that never differs reads 1."""
+    """Decide the units oldest first from their bits (see `optima`), at `capacity` and,
+    alongside, at each probe capacity. A probe leaves the walk at the first unit on which its
+    decision differs: 1 if the probe's optimum holds that unit (and the main one does not), 0 if
+    the other way round; a probe that never differs reads 1."""
     count = len(sizes)
     chosen = np.zeros(count, dtype=np.bool_)
     verdict = np.ones(len(probes), dtype=np.int8)
@@ -241,13 +252,13 @@ def walk_bits(
     room = capacity
     for i in range(count):
         size = sizes[i]
-        take = room >= size and (bits[i, room >> 3] >> (room & 7)) & 1 == 1
+        take = room >= size and (room >= always[i] or (bits[i, room >> 3] >> (room & 7)) & 1 == 1)
         chosen[i] = take
         for k in range(len(probes)):
             if not open_[k]:
                 continue
             at = left[k]
-            probe_take = at >= size and (bits[i, at >> 3] >> (at & 7)) & 1 == 1
+            probe_take = at >= size and (at >= always[i] or (bits[i, at >> 3] >> (at & 7)) & 1 == 1)
             if probe_take != take:
                 verdict[k] = 1 if probe_take else 0
                 open_[k] = False
