@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_clear.py [--runs N] [--sample K] [--budget S] [--cpsat S]
                                           [--only NAME]
-    (or: make bench; about ten minutes on a 2-core machine)
+    (or: make bench; about twenty minutes on a busy 2-core machine)
 
 Islands of 2,000 × 5,000, 10,000 × 20,000 and 20,000 × 50,000 (nodes × units) in three families
 (bench/instances.py): friendly, Kubernetes-heavy and VM-heavy. For each: the median wall time of
