@@ -64,6 +64,11 @@ def to_datetime(ns: int) -> datetime:
     return EPOCH + timedelta(microseconds=ns // 1000)
 
 
+def maybe_datetime(ns: int | None) -> datetime | None:
+    """`to_datetime`, None kept (a time that has not come: no window, not yet provisioned)."""
+    return None if ns is None else to_datetime(ns)
+
+
 def from_datetime(value: datetime) -> int:
     delta = value - EPOCH
     return (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1000

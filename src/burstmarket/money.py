@@ -61,6 +61,11 @@ def usd(micros: int) -> float:
     return micros / MICROS_PER_USD
 
 
+def maybe_usd(micros: int | None) -> float | None:
+    """`usd`, None kept (no price set, no rate yet)."""
+    return None if micros is None else usd(micros)
+
+
 def round_div(numerator: int, denominator: int) -> int:
     """Integer division rounded half up (for display of exact ratios such as a rate)."""
     return (2 * numerator + denominator) // (2 * denominator)

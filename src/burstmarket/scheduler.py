@@ -21,7 +21,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEve
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class TickScheduler:
         figures = []
         interval_ns = round(self.interval * 1e9)
         for island in await anyio.to_thread.run_sync(self.market.island_ids):
-            last = self.market.last.get(island)
+            last = self.market.figures.last(island)
             at = last.time + interval_ns if catching_up and last is not None else None
             began = self._monotonic()
             try:

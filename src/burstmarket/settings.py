@@ -5,6 +5,7 @@ Nothing else in the package reads `os.environ`: the CLI builds a Settings and ha
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,36 @@ ClockMode = Literal["real", "manual"]
 
 OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
 CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
+
+
+@dataclass(frozen=True, slots=True)
+class IslandSpec:
+    """An island as configured (the operator's `PUT /api/admin/islands/{id}` makes others)."""
+
+    id: str
+    gpus_per_node: int
+    nodes: int
+    reserve_price: int
+    """µUSD per GPU-hour."""
+    node_spec: str | None
+    """What one node is, as JSON (shown to tenants as it is)."""
+
+
+REFERENCE_ISLAND = IslandSpec(
+    id="ref",
+    gpus_per_node=8,
+    nodes=64,
+    reserve_price=1_000_000,
+    node_spec=json.dumps(
+        {
+            "cpu": "240 vCPUs, AMD EPYC (Turin)",
+            "gpus": "8x AMD MI355X 288 GB OAM",
+            "memory": "3 TB RAM",
+            "storage": "8x 3.84 TB NVMe",
+            "network": "3200 Gbps scale-out, fully interconnected, on-site scalable NFS",
+        }
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +72,9 @@ class Settings:
     """Requests a cluster token may make at once above `rate_per_second` (`--rate-burst`)."""
     max_body_bytes: int = 1_048_576
     """Largest request body accepted; a larger one is refused `too-large` (413)."""
+    first_island: IslandSpec | None = REFERENCE_ISLAND
+    """The island a new store starts with (a store that has islands keeps its own); None: a
+    new store starts with none."""
 
     @property
     def database_path(self) -> Path:

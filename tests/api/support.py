@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from litestar import Litestar
 
 from burstmarket.api.app import create_app
 from burstmarket.settings import Settings
@@ -17,10 +18,15 @@ TOKEN = "in-process-operator"
 OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
 
 
-@asynccontextmanager
-async def running(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+def app_at(tmp_path: Path) -> Litestar:
+    """The service's app on the manual clock, its store under `tmp_path`."""
     settings = Settings(clock="manual", data_dir=tmp_path / "data", operator_token=TOKEN)
-    app = create_app(settings)
+    return create_app(settings)
+
+
+@asynccontextmanager
+async def running(tmp_path: Path, app: Litestar | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    app = app or app_at(tmp_path)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     async with app.lifespan(), httpx.AsyncClient(
         transport=transport, base_url="http://market"

@@ -34,8 +34,6 @@ class FullDisk(Database):
                 )
 
 
-# the app built in-process: litestar warns of its handlers' style (the server process does too)
-@pytest.mark.filterwarnings("ignore::litestar.exceptions.LitestarDeprecationWarning")
 def test_a_full_disk_is_503_with_retry_after_and_the_service_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

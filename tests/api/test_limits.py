@@ -11,8 +11,6 @@ from burstmarket.market import tenant
 from tests.api.support import ok, running, vm_and_k8s
 
 
-# the app built in-process: litestar warns of its handlers' style (the server process does too)
-@pytest.mark.filterwarnings("ignore::litestar.exceptions.LitestarDeprecationWarning")
 def test_jobs_not_finished_per_cluster_are_limited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

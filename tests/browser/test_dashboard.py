@@ -5,52 +5,20 @@ shows a candle's figures, islands come largest first with their GPU model, every
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
 from tests.conftest import Server, StartServer
 from tests.e2e.support import declare, make_account, make_cluster, ok, tick
 
-CHROMIUM = os.environ.get("BURSTMARKET_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_MS = 20_000
 RANGES = {"hour": ("1m", 60), "day": ("5m", 288), "week": ("1h", 168), "month": ("1h", 744)}
 VWAP_RGB = (31, 111, 235)  # --vwap in dashboard.css
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert not errors, errors
 
 
 def contest(server: Server) -> dict[str, dict[str, str]]:

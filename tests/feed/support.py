@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import logging
 import os
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -24,15 +23,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import uvicorn
-from litestar import Litestar, Request, Response
+from litestar import Litestar
 
-from burstmarket.errors import MarketError
+from burstmarket.api.errors import HANDLERS
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
 from burstmarket.feed.wire import FeedWebSocketProtocol
-from burstmarket.market.refusals import refusal_line
+from burstmarket.store import Database
 
-SCHEMA = Path(__file__).with_name("schema.sql")
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
 TICK = timedelta(seconds=10)
 SIX = Decimal("0.000001")
@@ -52,19 +50,14 @@ class Settings:
     tick_seconds: float = TICK.total_seconds()
 
 
-@dataclass
-class MarketDB:
-    """The market-data tables in a real DuckDB file, written the way a tick writes them."""
+class MarketDB(Database):
+    """The service's store in a real DuckDB file (every migration), its market-data tables
+    written the way a tick writes them, by the tests alone."""
 
-    path: Path
-    con: duckdb.DuckDBPyConnection = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.con = duckdb.connect(str(self.path))
-        self.con.execute(SCHEMA.read_text())
-
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        return self.con.cursor()
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The store's connection, for the tests' own statements (nothing else writes)."""
+        return self._con
 
     def commit(
         self,
@@ -93,9 +86,9 @@ class MarketDB:
         cur = self.con.cursor()
         cur.execute("BEGIN TRANSACTION")
         cur.execute(
-            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve),
-             Decimal(TICK.total_seconds())],
+             Decimal(TICK.total_seconds()), 1, True],
         )
         for name, (held, _) in holdings.items():
             amount = (rates[name] * held * Decimal(TICK.total_seconds()) / 3600).quantize(SIX)
@@ -104,14 +97,15 @@ class MarketDB:
             for node in range(held // gpus_per_node):
                 cur.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?)",
                             [island, tick, when, name, f"{name}-n{node}", "market"])
-        rungs_table = pa.table({  # noqa: F841 - read by DuckDB's replacement scan below
+        cur.register("rungs_table", pa.table({
             "nodes": pa.array(range(1, len(prices) + 1), pa.int32()),
             "price": pa.array(prices, pa.decimal128(18, 6)),
-        })
+        }))
         cur.execute(
             "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
             [island, tick, when, gpus_per_node],
         )
+        cur.unregister("rungs_table")
         cur.execute("COMMIT")
         cur.close()
         stats = {
@@ -137,7 +131,7 @@ def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None
         """
         INSERT INTO ticks
         SELECT $island, t, $start + (t - 1) * INTERVAL 10 SECOND, $vwap, $vwap, $vwap, 8, 1, 0,
-               1.5, 10
+               1.5, 10, 1, true
         FROM range($first, $stop) AS r(t)
         """,
         {"island": island, "start": START, "vwap": Decimal(vwap), "first": ticks.start,
@@ -149,12 +143,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def render_error(request: Request[Any, Any, Any], exc: MarketError) -> Response[Any]:
-    """The contract's error rendering (the service's app has the one real handler)."""
-    logging.getLogger("burstmarket.api").warning(refusal_line(exc))
-    return Response(exc.body(), status_code=exc.status)
 
 
 class FeedServer:
@@ -183,7 +171,7 @@ class FeedServer:
             route_handlers=self.feed.route_handlers,
             on_startup=[started],
             on_shutdown=[self.feed.stop],
-            exception_handlers={MarketError: render_error},
+            exception_handlers=HANDLERS,  # the service's own: refusals as the contract says
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                 ws=ws, ws_per_message_deflate=False,

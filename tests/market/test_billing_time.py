@@ -8,15 +8,15 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from burstmarket.clock import NS_PER_MS, NS_PER_S, ManualClock
+from burstmarket.contract import CapacityView
 from burstmarket.market.ledger import Billed
+from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.settings import Settings
@@ -34,7 +34,7 @@ class Book:
     market: Market
     tenant: Tenant
 
-    def declare(self, nodes_wanted: int) -> Any:
+    def declare(self, nodes_wanted: int) -> CapacityView:
         return asyncio.run(self.tenant.declare_vm("a", nodes_wanted * G, 3 * USD, []))
 
     def tick_at(self, at: int) -> None:
@@ -103,7 +103,7 @@ def test_a_scale_down_between_late_ticks_is_billed_up_to_its_moment(book: Book) 
     clock = book.market.clock
     assert isinstance(clock, ManualClock)
     released_at = clock.advance(TICK_NS + 2 * NS_PER_S)  # after the billed interval ended
-    assert book.declare(1)["held_gpus"] == G
+    assert book.declare(1).held_gpus == G
     late = first + TICK_NS + 5 * NS_PER_S
     book.tick_at(late)
     rows = book.charged()

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from burstmarket.clock import NS_PER_S, ManualClock
-from burstmarket.market import service
+from burstmarket.contract import CapacityView
+from burstmarket.market import runner
 from burstmarket.market.hot import Hot
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.settings import Settings
@@ -53,9 +54,9 @@ class Harness:
     tenant: Tenant
     pool: ThreadPoolExecutor
     monkeypatch: pytest.MonkeyPatch
-    run_tick = staticmethod(service.run_tick)
+    run_tick = staticmethod(runner.run_tick)
 
-    def declare(self, max_gpus: int) -> dict[str, Any]:
+    def declare(self, max_gpus: int) -> CapacityView:
         return asyncio.run(self.tenant.declare_vm("a", max_gpus, 3 * USD, []))
 
     def tick(self) -> None:
@@ -71,7 +72,7 @@ class Harness:
             assert release.wait(60)
             return out
 
-        self.monkeypatch.setattr(service, "run_tick", held)
+        self.monkeypatch.setattr(runner, "run_tick", held)
         self.market.clock.advance(TICK_NS)  # type: ignore[attr-defined]
         result = self.pool.submit(self.market.tick, "lt")
         assert cleared.wait(60)
@@ -86,7 +87,8 @@ class Harness:
 
     def hot_copy_is_true(self) -> bool:
         """The declarations' in-memory copy of the island equals a fresh read of the store."""
-        hot, fresh = self.market.hot, Hot(self.market)
+        market = self.market
+        hot, fresh = market.hot, Hot(market.db, market.figures, market.lock)
         cur = self.market.db.cursor()
         try:
             fresh.island(cur, "lt")
@@ -121,7 +123,7 @@ def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(
 
     answer = harness.declare(GPUS)  # answered while the tick is still held
     assert not tick.result.done()
-    assert (answer["max_gpus"], answer["held_gpus"]) == (GPUS, 0)
+    assert (answer.max_gpus, answer.held_gpus) == (GPUS, 0)
 
     tick.go()
     assert harness.held_nodes() == 1
@@ -146,10 +148,10 @@ def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(
         "SELECT -sum(units) FROM ledger WHERE account = 'acct' "
         "AND kind IN ('deposit', 'charge', 'refund', 'hold', 'base_load')"
     )[0]
-    assert harness.market.balances["acct"] == balance
+    assert harness.market.figures.balance("acct") == balance
 
     # the next declaration and tick see the cut holding
-    assert harness.declare(GPUS)["held_gpus"] == GPUS
+    assert harness.declare(GPUS).held_gpus == GPUS
     harness.tick()
     assert harness.held_nodes() == 1
 
@@ -174,7 +176,7 @@ def test_giving_back_held_nodes_during_a_tick_waits_for_its_commit(harness: Harn
         releasing.result(timeout=0.5)  # it cannot finish while the tick holds its nodes
     tick.go()
     answer = releasing.result(timeout=60)
-    assert (answer["max_gpus"], answer["held_gpus"]) == (0, 0)
+    assert (answer.max_gpus, answer.held_gpus) == (0, 0)
     assert harness.held_nodes() == 0
     # the tick billed the interval in advance; the release refunded all of it
     (net,) = harness.rows(
@@ -199,7 +201,7 @@ def test_declarations_racing_many_ticks_never_leave_a_cluster_over_its_demand(
             declared.result(timeout=60)  # gives nothing back: answered while the tick is held
             assert not tick.result.done()
         tick.go()
-        assert declared.result(timeout=60)["max_gpus"] == want
+        assert declared.result(timeout=60).max_gpus == want
         assert harness.held_nodes() * GPUS <= want
         assert harness.hot_copy_is_true()
 
@@ -219,7 +221,7 @@ def test_a_declaration_answers_after_one_whose_bookkeeping_failed(
     monkeypatch.setattr(Hot, "_committed", fails_once)
     with pytest.raises(RuntimeError, match="bookkeeping failed"):
         harness.declare(GPUS)
-    assert harness.declare(2 * GPUS)["max_gpus"] == 2 * GPUS
+    assert harness.declare(2 * GPUS).max_gpus == 2 * GPUS
     assert harness.hot_copy_is_true()
     harness.tick()
     assert harness.held_nodes() == 2

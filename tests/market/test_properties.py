@@ -148,12 +148,12 @@ def test_a_reports_rows_sum_to_its_total(
     finally:
         cur.close()
     # the buckets hold every billed millisecond of [start, end), exactly
-    assert sum(r["amount_units"] for r in report) == exact
+    assert sum(r.amount_units for r in report) == exact
     total = (Decimal(exact) / LEDGER_UNITS_PER_USD).quantize(Decimal("0.000001"), ROUND_HALF_UP)
     hours = (Decimal(gpu_ms) / 3_600_000).quantize(Decimal("0.000001"), ROUND_HALF_UP)
     # what the rows show adds up to the total shown, to the last decimal
-    assert sum(_shown(r["amount_usd"]) for r in report) == total
-    assert sum(_shown(r["gpu_hours"]) for r in report) == hours
+    assert sum(_shown(r.amount_usd) for r in report) == total
+    assert sum(_shown(r.gpu_hours) for r in report) == hours
     for r in report:  # and each row is within a millionth of its own exact figure
-        gap = _shown(r["amount_usd"]) - Decimal(r["amount_units"]) / LEDGER_UNITS_PER_USD
+        gap = _shown(r.amount_usd) - Decimal(r.amount_units) / LEDGER_UNITS_PER_USD
         assert abs(gap) < Decimal("0.000001")

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings

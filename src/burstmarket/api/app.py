@@ -12,27 +12,30 @@ from pathlib import Path
 import msgspec
 from litestar import Litestar, MediaType, Response, get
 from litestar.di import Provide
-from litestar.openapi import OpenAPIConfig
+from litestar.params import FromPath
 from litestar.types import ControllerRouterHandler
 
-from burstmarket import __version__
+from burstmarket import apidoc
 from burstmarket.api import operator, tenant
+from burstmarket.api.auth import Tokens
+from burstmarket.api.bodies import StrictBody
+from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
-from burstmarket.api.services import Services
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.errors import NotFound
 from burstmarket.feed import build_feed
 from burstmarket.history import dictionary
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-"""The dashboard's page, script and styles (shipped in the package, no CDN)."""
+"""The dashboard's page, script and styles, and the API docs' Swagger UI (`docs-ui/`): shipped
+in the package, no CDN."""
 
 
 STATIC_FILES = {
@@ -49,8 +52,8 @@ async def dashboard() -> Response[bytes]:
 
 
 @get("/static/{name:path}", include_in_schema=False)
-async def static_file(name: str) -> Response[bytes]:
-    """The dashboard's script, styles and chart (shipped in the package, no CDN)."""
+async def static_file(name: FromPath[str]) -> Response[bytes]:
+    """The dashboard's script, styles and chart, the docs UI's (shipped in the package)."""
     path = STATIC_FILES.get(name.lstrip("/"))
     if path is None:
         raise NotFound("no such static file", path=name)
@@ -81,7 +84,8 @@ def create_app(settings: Settings) -> Litestar:
     clock = _clock(settings)
     market = Market(db, clock, settings)
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
-    services = Services(settings, clock, market, Tenant(market), Operator(market), limits)
+    tokens = Tokens(market, settings.operator_token, limits)
+    deps = Dependencies(clock, market, Tenant(market), Operator(market))
     feed = build_feed(db, settings)
     market.listeners.append(feed.on_tick)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
@@ -103,16 +107,26 @@ def create_app(settings: Settings) -> Litestar:
             await feed.stop()
             db.close()
 
-    handlers: list[ControllerRouterHandler] = [*tenant.ROUTES, *operator.ROUTES]
-    handlers += [dashboard, static_file, history_dictionary]
-    handlers += feed.route_handlers
-    return Litestar(
+    handlers: list[ControllerRouterHandler] = [
+        tenant.router(tokens, deps.tenant),
+        operator.admin_router(tokens),
+        operator.get_islands,
+        dashboard,
+        static_file,
+        history_dictionary,
+        *feed.route_handlers,
+    ]
+    app = Litestar(
         route_handlers=handlers,
-        dependencies={"services": Provide(lambda: services, sync_to_thread=False)},
+        dependencies={"deps": Provide(lambda: deps, sync_to_thread=False)},
+        dto=StrictBody,  # every handler's `data`: api/bodies.py
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
-        openapi_config=OpenAPIConfig(title="burstmarket", version=__version__, path="/schema"),
+        openapi_config=apidoc.openapi_config(),
+        plugins=[apidoc.MoneyAsNumber()],
         request_max_body_size=settings.max_body_bytes,
         debug=False,
         logging_config=None,  # server.py configures logging once for the process
     )
+    apidoc.finish(app.openapi_schema)
+    return app

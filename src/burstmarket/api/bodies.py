@@ -1,128 +1,125 @@
-"""Request bodies: msgspec Structs decoded strictly, turned into domain values in one place.
+"""The one place a request body becomes its Struct (contract.py), or an `invalid` refusal
+naming the field.
 
-Bodies are decoded here rather than by the framework so that every malformed body (bad JSON,
-a wrong type, an unknown or missing field, a price off the grid) becomes our `invalid` refusal
-naming the field, never the framework's own error shape.
+Handlers declare `data: <Struct>`; litestar hands the raw body to `StrictBody` (the app's DTO),
+which decodes it strictly with msgspec: the JSON text straight into the Struct, money read as a
+Decimal digit for digit. When that fails, msgspec's message says what is wrong but not, as data,
+where: the body is read again loosely and each field checked on its own against its type, so
+the refusal names the field (and the length `limit` it went past, from the type's
+`msgspec.Meta`) from the Struct's own description, never by reading the error's text.
 
-Every string and list a tenant or the operator sends has a length limit here (docs/api.md lists
-them); one over it is refused `invalid` with the field and the `limit`.
+Money is then turned into integer micro-dollars (`price`, `amount`), refused, never rounded,
+off the grid or range.
 """
 
 from __future__ import annotations
 
-import re
+import typing
 from decimal import Decimal
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
+from litestar.dto import AbstractDTO
+from litestar.typing import FieldDefinition
 
+from burstmarket.contract import MAX_NODE_SPEC_BYTES
 from burstmarket.errors import Invalid
 from burstmarket.money import MoneyError, parse_amount, parse_price
 
-Number = int | Decimal
-"""Money as the JSON text spells it: msgspec reads a number into a Decimal digit for digit, so
-2.99999999999999999999 stays that (and is refused for its decimals), never a float's 3.0."""
+if typing.TYPE_CHECKING:
+    from litestar._openapi.schema_generation import SchemaCreator
+    from litestar.openapi.spec import Reference, Schema
+
 T = TypeVar("T")
 
-MAX_NAME = 63
-"""Names: jobs, accounts, clusters, islands (1-63 lowercase letters, digits or '-')."""
-MAX_PRIORITY_CLASS = 253
-"""A Kubernetes PriorityClass name is a DNS subdomain: at most 253 characters."""
-MAX_NODE_ID = 128
-MAX_RELEASE = 10_000
-"""Node ids one declaration may release (an island has at most 100,000 nodes)."""
-MAX_NODE_SPEC_BYTES = 4096
-"""An island's node_spec, as JSON."""
-
-Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
-PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
-NodeId = Annotated[str, msgspec.Meta(max_length=MAX_NODE_ID)]
-
-_FIELD = (
-    re.compile(r"at `\$\.([A-Za-z_][A-Za-z0-9_]*)"),
-    re.compile(r"field `([A-Za-z_][A-Za-z0-9_]*)`"),
-)
-_LIMIT = re.compile(r"(?:length|size) <= (\d+)")
-
-
-class Body(msgspec.Struct, forbid_unknown_fields=True):
-    pass
-
-
-class Capacity(Body):
-    max_gpus: int
-    max_price_per_gpu_hour: Number | None = None
-    release: Annotated[list[NodeId], msgspec.Meta(max_length=MAX_RELEASE)] = []
-
-
-class Bid(Body):
-    limit_price_per_gpu_hour: Number
-
-
-class NewJob(Body):
-    name: Name
-    nodes: int
-    priority_class: PriorityClass | None = None
-    limit_price_per_gpu_hour: Number | None = None
-
-
-class JobPatch(Body):
-    limit_price_per_gpu_hour: Number | msgspec.UnsetType | None = msgspec.UNSET
-    priority_class: PriorityClass | msgspec.UnsetType | None = msgspec.UNSET
-
-
-class SpendLimitBody(Body):
-    usd_per_day: Number | None
-
-
-class NewAccount(Body):
-    name: Name
-    balance_usd: Number = 0
-
-
-class Credit(Body):
-    amount_usd: Number
-
-
-class NewCluster(Body):
-    account: Name
-    island: Name
-    kind: Annotated[str, msgspec.Meta(max_length=8)]
-    name: Name
-
-
-class IslandBody(Body):
-    gpus_per_node: int | None = None
-    nodes: int | None = None
-    reserve_price: Number | None = None
-    node_spec: Any = msgspec.UNSET
-    base_load_cap: int | None = None
-
-
-class BaseLoadBody(Body):
-    nodes: int
-    rate_per_gpu_hour: Number
-    term_hours: int
-
-
-class Ticks(Body):
-    count: int = 1
-    island: Name | None = None
+_loose = msgspec.json.Decoder(float_hook=Decimal)
+"""Any JSON, numbers with a fraction as Decimals (so a field is checked on exactly what came)."""
 
 
 def decode(raw: bytes, kind: type[T]) -> T:
+    """`raw` as a `kind`; Invalid naming the field otherwise."""
     try:
-        return msgspec.json.decode(raw or b"null", type=kind)
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        limit = _LIMIT.search(message)
-        figures = {} if limit is None else {"limit": int(limit.group(1))}
-        for pattern in _FIELD:
-            if found := pattern.search(message):
-                raise Invalid(found.group(1), message, **figures) from None
-        raise Invalid("body", message, **figures) from None
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.DecodeError as exc:  # ValidationError included
+        raise _refusal(raw, kind, str(exc)) from None
+
+
+def _refusal(raw: bytes, kind: type[Any], message: str) -> Invalid:
+    """Which field of `kind` the body got wrong: each one checked on its own, in the order the
+    body gives them, then the required ones it left out."""
+    try:
+        body = _loose.decode(raw)
     except msgspec.DecodeError as exc:
-        raise Invalid("body", f"malformed JSON: {exc}") from None
+        return Invalid("body", f"malformed JSON: {exc}")
+    if not isinstance(body, dict):
+        return Invalid("body", f"must be a JSON object, not {type(body).__name__}")
+    info = msgspec.inspect.type_info(kind)
+    assert isinstance(info, msgspec.inspect.StructType)
+    fields = {field.encode_name: field for field in info.fields}
+    types = typing.get_type_hints(kind, include_extras=True)
+    for name, value in body.items():
+        field = fields.get(name)
+        if field is None:
+            return Invalid(name, "is not a field of this body")
+        try:
+            msgspec.convert(value, type=types[field.name])
+        except msgspec.ValidationError as exc:
+            return Invalid(name, str(exc), **_limit(field.type, value))
+    for name, field in fields.items():
+        if field.required and name not in body:
+            return Invalid(name, "is required")
+    return Invalid("body", message)  # not reached: one of the fields is at fault
+
+
+def _limit(kind: msgspec.inspect.Type, value: Any) -> dict[str, int]:
+    """`{"limit": n}` when `value` is longer than its type allows (a string, a list, or an item
+    of the list); else nothing."""
+    if isinstance(kind, msgspec.inspect.UnionType):
+        for member in kind.types:
+            if found := _limit(member, value):
+                return found
+        return {}
+    if isinstance(kind, msgspec.inspect.Metadata):
+        return _limit(kind.type, value)
+    if isinstance(kind, msgspec.inspect.StrType) and isinstance(value, str):
+        too_long = kind.max_length is not None and len(value) > kind.max_length
+        return {"limit": kind.max_length} if too_long and kind.max_length is not None else {}
+    if isinstance(kind, msgspec.inspect.ListType) and isinstance(value, list):
+        if kind.max_length is not None and len(value) > kind.max_length:
+            return {"limit": kind.max_length}
+        for item in value:
+            if found := _limit(kind.item_type, item):
+                return found
+    return {}
+
+
+class StrictBody(AbstractDTO[Any]):
+    """The app's DTO for every handler's `data`: decoding by `decode`, and the body's schema in
+    the OpenAPI document from the same Struct. It touches nothing else: answers are encoded by
+    litestar as they are (`is_supported_model_type_field` is False for them)."""
+
+    @classmethod
+    def create_for_field_definition(
+        cls, field_definition: FieldDefinition, handler_id: str, backend_cls: Any = None
+    ) -> None:
+        """Nothing to prepare: the Struct is the handler's own annotation."""
+
+    @classmethod
+    def is_supported_model_type_field(cls, field_definition: FieldDefinition) -> bool:
+        return False
+
+    def decode_bytes(self, value: bytes) -> Any:
+        field = self.asgi_connection.route_handler.parsed_data_field
+        assert field is not None  # litestar asks only handlers that take `data`
+        return decode(value, field.annotation)
+
+    @classmethod
+    def create_openapi_schema(
+        cls, field_definition: FieldDefinition, handler_id: str, schema_creator: SchemaCreator
+    ) -> Reference | Schema:
+        return schema_creator.for_field_definition(
+            FieldDefinition.from_annotation(field_definition.annotation)
+        )
 
 
 def node_spec(value: Any) -> Any:
@@ -136,7 +133,7 @@ def node_spec(value: Any) -> Any:
     return value
 
 
-def price(field: str, value: Number) -> int:
+def price(field: str, value: Decimal) -> int:
     """A price in USD per GPU-hour -> µUSD, refused (never rounded) off the grid or range."""
     try:
         return parse_price(value)
@@ -144,11 +141,11 @@ def price(field: str, value: Number) -> int:
         raise Invalid(field, str(exc), value=value) from None
 
 
-def optional_price(field: str, value: Number | None) -> int | None:
+def optional_price(field: str, value: Decimal | None) -> int | None:
     return None if value is None else price(field, value)
 
 
-def amount(field: str, value: Number) -> int:
+def amount(field: str, value: Decimal) -> int:
     """A dollar amount -> µUSD (at most 6 decimals)."""
     try:
         return parse_amount(value)

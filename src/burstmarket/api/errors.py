@@ -19,6 +19,7 @@ from litestar.exceptions import (
     NotFoundException,
     PermissionDeniedException,
 )
+from litestar.params import QueryParameter
 from litestar.status_codes import HTTP_413_REQUEST_ENTITY_TOO_LARGE
 
 from burstmarket.errors import (
@@ -51,10 +52,37 @@ def _as_market_error(request: AnyRequest, exc: HTTPException) -> MarketError:
     if exc.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE:
         limit = request.route_handler.resolve_request_max_body_size()
         return TooLarge(f"the request body is over {limit} bytes", limit_bytes=limit)
-    field = "request"
+    # a parameter litestar checked against the handler's signature: the first one at fault
+    # (a body is decoded by api/bodies.py; litestar only reports one that is missing)
     if isinstance(exc.extra, list) and exc.extra and isinstance(exc.extra[0], dict):
-        field = str(exc.extra[0].get("key", field))
-    return Invalid(field, str(exc.detail))
+        fault = exc.extra[0]
+        if fault.get("source") == "body":
+            return Invalid("body", "a JSON object is required")
+        key = str(fault.get("key", "request"))
+        return Invalid(_as_sent(request, key), str(fault.get("message", exc.detail)))
+    missing = _missing_query(request)
+    if missing is not None:
+        return Invalid(missing, "is required")
+    return Invalid("request", str(exc.detail))
+
+
+def _as_sent(request: AnyRequest, key: str) -> str:
+    """A parameter's name as the client sent it (`format`, not the handler's `output`)."""
+    parameter = request.route_handler.parsed_fn_signature.parameters.get(key)
+    alias = getattr(parameter.kwarg_definition, "name", None) if parameter else None
+    return alias or key
+
+
+def _missing_query(request: AnyRequest) -> str | None:
+    """The first required query parameter of the route that the request lacks, if any."""
+    parameters = request.route_handler.parsed_fn_signature.parameters
+    for name, parameter in parameters.items():
+        kind = parameter.kwarg_definition
+        if isinstance(kind, QueryParameter) and not parameter.has_default:
+            sent = kind.name or name
+            if sent not in request.query_params:
+                return sent
+    return None
 
 
 def refusal(request: AnyRequest, exc: MarketError) -> Response[Any]:

@@ -1,88 +1,94 @@
 """Operator endpoints (operator token): accounts, credit, clusters, islands, node actions
-(cordon, dark, uncordon), base load blocks, manual ticks; and the public island list."""
+(cordon, dark, uncordon), base load blocks, manual ticks; and the public island list.
+
+Every operator endpoint is on one router, `/api/admin`, guarded by the operator token
+(api/auth.py): a handler here never checks a token itself.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio.to_thread
 import msgspec
-from litestar import Request, get, post, put
+from litestar import Router, get, post, put
+from litestar.params import FromPath, JSONBody
 
-from burstmarket.api.auth import require_operator
-from burstmarket.api.bodies import (
-    BaseLoadBody,
-    Credit,
-    IslandBody,
-    NewAccount,
-    NewCluster,
-    Ticks,
-    amount,
-    decode,
-    node_spec,
-    optional_price,
-    price,
-)
-from burstmarket.api.services import Services
+from burstmarket.api.auth import Tokens
+from burstmarket.api.bodies import amount, node_spec, optional_price, price
+from burstmarket.api.dependencies import Deps
 from burstmarket.api.threads import threaded
-from burstmarket.apidoc import documented
+from burstmarket.apidoc import MARKET_DATA, SECURITY, refusals
 from burstmarket.clock import ManualClock
-from burstmarket.errors import Invalid, ManualClockOnly
+from burstmarket.contract import (
+    MAX_TICKS,
+    AccountView,
+    BlockView,
+    ClusterCreated,
+    Credit,
+    IslandChange,
+    IslandView,
+    NewAccount,
+    NewBlock,
+    NewCluster,
+    NodeView,
+    TickRequest,
+    TicksRun,
+)
+from burstmarket.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    ManualClockOnly,
+    NotFound,
+    OnePerCluster,
+    StoreUnavailable,
+    TooLarge,
+    Unauthorized,
+)
 from burstmarket.events import TickCommitted
 
-AnyRequest = Request[Any, Any, Any]
-Json = dict[str, Any]
-MAX_TICKS = 100_000
+SIGNED = (Unauthorized, Forbidden, StoreUnavailable)
+WITH_BODY = (*SIGNED, Invalid, TooLarge)
 
 
-def _operator(request: AnyRequest, services: Services) -> None:
-    require_operator(request, services.market, services.settings.operator_token)
-
-
-@get("/api/islands")
+@get("/api/islands", responses=refusals(StoreUnavailable), tags=[MARKET_DATA])
 @threaded
-def get_islands(services: Services) -> list[Json]:
-    return services.operator.islands()
+def get_islands(deps: Deps) -> list[IslandView]:
+    """Every island (public, like the market data)."""
+    return deps.operator.islands()
 
 
-@post("/api/admin/accounts", status_code=201, operation_class=documented(NewAccount))
+@post("/accounts", status_code=201, responses=refusals(*WITH_BODY, Conflict))
 @threaded
-def post_account(request: AnyRequest, services: Services, body: bytes) -> Json:
-    _operator(request, services)
-    data = decode(body, NewAccount)
-    return services.operator.create_account(data.name, amount("balance_usd", data.balance_usd))
+def post_account(deps: Deps, data: JSONBody[NewAccount]) -> AccountView:
+    return deps.operator.create_account(data.name, amount("balance_usd", data.balance_usd))
 
 
-@get("/api/admin/accounts/{name:str}")
+@get("/accounts/{name:str}", responses=refusals(*SIGNED, NotFound))
 @threaded
-def get_account(request: AnyRequest, services: Services, name: str) -> Json:
-    _operator(request, services)
-    return services.operator.account(name)
+def get_account(deps: Deps, name: FromPath[str]) -> AccountView:
+    return deps.operator.account(name)
 
 
-@post("/api/admin/accounts/{name:str}/credit", status_code=200, operation_class=documented(Credit))
+@post("/accounts/{name:str}/credit", status_code=200, responses=refusals(*WITH_BODY, NotFound))
 @threaded
-def post_credit(request: AnyRequest, services: Services, name: str, body: bytes) -> Json:
-    _operator(request, services)
-    data = decode(body, Credit)
-    return services.operator.credit(name, amount("amount_usd", data.amount_usd))
+def post_credit(deps: Deps, name: FromPath[str], data: JSONBody[Credit]) -> AccountView:
+    """Add credit (negative corrects it): a new ledger row, never an edit."""
+    return deps.operator.credit(name, amount("amount_usd", data.amount_usd))
 
 
-@post("/api/admin/clusters", status_code=201, operation_class=documented(NewCluster))
+@post("/clusters", status_code=201, responses=refusals(*WITH_BODY, NotFound, Conflict))
 @threaded
-def post_cluster(request: AnyRequest, services: Services, body: bytes) -> Json:
-    _operator(request, services)
-    data = decode(body, NewCluster)
-    return services.operator.create_cluster(data.account, data.island, data.kind, data.name)
+def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreated:
+    """A cluster of an account on an island; its token is shown here, once."""
+    return deps.operator.create_cluster(data.account, data.island, data.kind, data.name)
 
 
-@put("/api/admin/islands/{island_id:str}", operation_class=documented(IslandBody))
+@put("/islands/{island_id:str}", responses=refusals(*WITH_BODY, Conflict))
 @threaded
-def put_island(request: AnyRequest, services: Services, island_id: str, body: bytes) -> Json:
-    _operator(request, services)
-    data = decode(body, IslandBody)
+def put_island(deps: Deps, island_id: FromPath[str], data: JSONBody[IslandChange]) -> IslandView:
+    """Create an island or change it."""
     set_spec = data.node_spec is not msgspec.UNSET
-    return services.operator.put_island(
+    return deps.operator.put_island(
         island_id,
         data.gpus_per_node,
         data.nodes,
@@ -93,106 +99,106 @@ def put_island(request: AnyRequest, services: Services, island_id: str, body: by
     )
 
 
-@get("/api/admin/islands/{island_id:str}/nodes")
+@get("/islands/{island_id:str}/nodes", responses=refusals(*SIGNED, NotFound))
 @threaded
-def get_nodes(request: AnyRequest, services: Services, island_id: str) -> list[Json]:
+def get_nodes(deps: Deps, island_id: FromPath[str]) -> list[NodeView]:
     """Every node of the island: free, held, base_load, cordoned or dark."""
-    _operator(request, services)
-    return services.operator.nodes.nodes(island_id)
+    return deps.operator.nodes.nodes(island_id)
 
 
-def _node_action(
-    request: AnyRequest, services: Services, island_id: str, node_id: str, action: str
-) -> Json:
-    _operator(request, services)
-    return services.operator.nodes.act(island_id, node_id, action)
+NODE_ACTION = refusals(*SIGNED, NotFound)
 
 
-@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/cordon", status_code=200)
+@post("/islands/{island_id:str}/nodes/{node_id:str}/cordon", status_code=200,
+      responses=NODE_ACTION)
 @threaded
-def post_cordon(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+def post_cordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Out of service (health check): billing stops at once; inside a window the cluster is
     owed a replacement, granted ahead of bids, that inherits the window at the locked price."""
-    return _node_action(request, services, island_id, node_id, "cordon")
+    return deps.operator.nodes.act(island_id, node_id, "cordon")
 
 
-@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/dark", status_code=200)
+@post("/islands/{island_id:str}/nodes/{node_id:str}/dark", status_code=200,
+      responses=NODE_ACTION)
 @threaded
-def post_dark(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+def post_dark(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Kubelet lost: like cordon; inside a window a replacement is owed for its rest."""
-    return _node_action(request, services, island_id, node_id, "dark")
+    return deps.operator.nodes.act(island_id, node_id, "dark")
 
 
-@post("/api/admin/islands/{island_id:str}/nodes/{node_id:str}/uncordon", status_code=200)
+@post("/islands/{island_id:str}/nodes/{node_id:str}/uncordon", status_code=200,
+      responses=NODE_ACTION)
 @threaded
-def post_uncordon(request: AnyRequest, services: Services, island_id: str, node_id: str) -> Json:
+def post_uncordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Back in service: the node returns to its cluster as idle capacity (or is free)."""
-    return _node_action(request, services, island_id, node_id, "uncordon")
+    return deps.operator.nodes.act(island_id, node_id, "uncordon")
 
 
 @post(
-    "/api/admin/clusters/{cluster_id:str}/base-load",
+    "/clusters/{cluster_id:str}/base-load",
     status_code=201,
-    operation_class=documented(BaseLoadBody),
+    responses=refusals(*WITH_BODY, NotFound, OnePerCluster),
 )
 @threaded
-def post_base_load(request: AnyRequest, services: Services, cluster_id: str, body: bytes) -> Json:
+def post_base_load(deps: Deps, cluster_id: FromPath[str], data: JSONBody[NewBlock]) -> BlockView:
     """A base load block for a Kubernetes cluster: one live block per cluster
     (`one-per-cluster`), within the island's `base_load_cap`."""
-    _operator(request, services)
-    data = decode(body, BaseLoadBody)
     rate = price("rate_per_gpu_hour", data.rate_per_gpu_hour)
-    return services.operator.base_load.create(cluster_id, data.nodes, rate, data.term_hours)
+    return deps.operator.base_load.create(cluster_id, data.nodes, rate, data.term_hours)
 
 
-@get("/api/admin/clusters/{cluster_id:str}/base-load")
+@get("/clusters/{cluster_id:str}/base-load", responses=refusals(*SIGNED, NotFound))
 @threaded
-def get_base_load(request: AnyRequest, services: Services, cluster_id: str) -> list[Json]:
+def get_base_load(deps: Deps, cluster_id: FromPath[str]) -> list[BlockView]:
     """The cluster's base load blocks, newest first."""
-    _operator(request, services)
-    return services.operator.base_load.blocks(cluster_id)
+    return deps.operator.base_load.blocks(cluster_id)
 
 
-@post("/api/admin/ticks", status_code=200, operation_class=documented(Ticks))
-async def post_ticks(request: AnyRequest, services: Services, body: bytes) -> Json:
+@post("/ticks", status_code=200, responses=refusals(*WITH_BODY, ManualClockOnly))
+async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
     """Run `count` ticks back to back, each advancing the manual clock by one interval."""
-    await anyio.to_thread.run_sync(_operator, request, services)
-    clock = services.clock
+    clock = deps.clock
     if not isinstance(clock, ManualClock):
         raise ManualClockOnly(
             "ticks run on the real clock's schedule; POST /api/admin/ticks needs --clock manual"
         )
-    data = decode(body, Ticks)
     if not 1 <= data.count <= MAX_TICKS:
         raise Invalid("count", f"must be between 1 and {MAX_TICKS}", count=data.count)
-    market = services.market
+    market = deps.market
     islands = await anyio.to_thread.run_sync(market.island_ids)
     if data.island is not None and data.island not in islands:
         raise Invalid("island", "no such island", island=data.island)
     last: dict[str, TickCommitted] = {}
-    async with services.tick_lock:
+    async with deps.tick_lock:
         for _ in range(data.count):
             now = clock.advance(market.interval_ns)
             for island in islands:
                 event = await anyio.to_thread.run_sync(market.tick, island, now)
                 market.publish(event)
                 last[island] = event
-    shown = data.island or islands[0]
-    return {**last[shown].stats, "islands": [last[i].stats for i in islands]}
+    shown = last[data.island or islands[0]].stats
+    return msgspec.convert({**shown, "islands": [last[i].stats for i in islands]}, TicksRun)
 
 
-ROUTES = [
-    get_islands,
-    post_account,
-    get_account,
-    post_credit,
-    post_cluster,
-    put_island,
-    get_nodes,
-    post_cordon,
-    post_dark,
-    post_uncordon,
-    post_base_load,
-    get_base_load,
-    post_ticks,
-]
+def admin_router(tokens: Tokens) -> Router:
+    """Every operator endpoint under `/api/admin`, behind the operator-token guard."""
+    return Router(
+        "/api/admin",
+        route_handlers=[
+            post_account,
+            get_account,
+            post_credit,
+            post_cluster,
+            put_island,
+            get_nodes,
+            post_cordon,
+            post_dark,
+            post_uncordon,
+            post_base_load,
+            get_base_load,
+            post_ticks,
+        ],
+        guards=[tokens.operator],
+        tags=["operator (operator token)"],
+        security=SECURITY,
+    )

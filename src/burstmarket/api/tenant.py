@@ -1,89 +1,111 @@
 """Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, spend limit, billing.
 
-Handlers are sync and run in a worker thread: every one of them touches DuckDB. Except the hot
-path, `PUT /api/vm/capacity`: it stays on the event loop and awaits the store's group commit.
+One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed `me`,
+its cluster and the market's tenant face. Handlers are sync and run in a worker thread: every
+one of them touches DuckDB. Except the hot path, `PUT /api/vm/capacity`: it stays on the event
+loop and awaits the store's group commit.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, Response, delete, get, patch, post, put
-from litestar.params import QueryParameter
+from litestar import Request, Response, Router, delete, get, patch, post, put
+from litestar.di import Provide
+from litestar.params import FromPath, JSONBody, QueryParameter
 
-from burstmarket.api.auth import cluster_of
-from burstmarket.api.bodies import (
-    Bid,
-    Capacity,
-    JobPatch,
-    NewJob,
-    SpendLimitBody,
-    amount,
-    decode,
-    optional_price,
-    price,
-)
-from burstmarket.api.services import Services
+from burstmarket.api.auth import Tokens
+from burstmarket.api.bodies import amount, optional_price, price
+from burstmarket.api.dependencies import Caller, Me
 from burstmarket.api.threads import threaded
-from burstmarket.apidoc import documented
+from burstmarket.apidoc import SECURITY, TimeQuery, documented, refusals
 from burstmarket.clock import from_datetime, parse_time
-from burstmarket.errors import Invalid
-from burstmarket.market.report import GRANULARITIES
+from burstmarket.contract import (
+    BidChange,
+    BidView,
+    BillingRow,
+    CapacityDeclaration,
+    CapacityView,
+    JobChange,
+    JobView,
+    NewJob,
+    SpendLimitChange,
+    SpendLimitView,
+)
+from burstmarket.errors import (
+    BidTooLow,
+    BillingHold,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    OffGrid,
+    RateLimited,
+    SpendLimit,
+    StoreUnavailable,
+    TooLarge,
+    Unauthorized,
+)
+from burstmarket.market.report import Granularity
+from burstmarket.market.tenant import Tenant
 
-AnyRequest = Request[Any, Any, Any]
-Json = dict[str, Any]
+SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
+"""What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
+`forbidden`), its rate, the store."""
+WITH_BODY = (*SIGNED, Invalid, TooLarge)
 
 
-def _me(request: AnyRequest, services: Services) -> str:
-    return cluster_of(
-        request, services.market, services.settings.operator_token, services.limits
-    )
-
-
-@get("/api/vm/capacity")
+@get("/vm/capacity", responses=refusals(*SIGNED))
 @threaded
-def get_capacity(request: AnyRequest, services: Services) -> Json:
-    return services.tenant.vm_capacity(_me(request, services))
+def get_capacity(me: Me) -> CapacityView:
+    """The VM cluster's declaration and what it holds."""
+    return me.tenant.vm_capacity(me.cluster)
 
 
-@put("/api/vm/capacity", operation_class=documented(Capacity))
-async def put_capacity(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = _me(request, services)
-    data = decode(body, Capacity)
-    return await services.tenant.declare_vm(
-        me,
+@put(
+    "/vm/capacity",
+    responses=refusals(*WITH_BODY, OffGrid, BidTooLow, SpendLimit, BillingHold),
+)
+async def put_capacity(me: Me, data: JSONBody[CapacityDeclaration]) -> CapacityView:
+    """Declare how many GPUs at most, at what price at most; answered once durable. Lowering
+    `max_gpus` always works."""
+    return await me.tenant.declare_vm(
+        me.cluster,
         data.max_gpus,
         optional_price("max_price_per_gpu_hour", data.max_price_per_gpu_hour),
         data.release,
     )
 
 
-@get("/api/k8s/bid")
+@get("/k8s/bid", responses=refusals(*SIGNED))
 @threaded
-def get_bid(request: AnyRequest, services: Services) -> Json:
-    return services.tenant.k8s_bid(_me(request, services))
+def get_bid(me: Me) -> BidView:
+    """The Kubernetes cluster's limit price."""
+    return me.tenant.k8s_bid(me.cluster)
 
 
-@put("/api/k8s/bid", operation_class=documented(Bid))
+@put("/k8s/bid", responses=refusals(*WITH_BODY, BidTooLow, SpendLimit))
 @threaded
-def put_bid(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = _me(request, services)
-    data = decode(body, Bid)
-    return services.tenant.set_k8s_bid(
-        me, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
+def put_bid(me: Me, data: JSONBody[BidChange]) -> BidView:
+    """Set the limit price of the cluster's jobs that have none of their own."""
+    return me.tenant.set_k8s_bid(
+        me.cluster, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
     )
 
 
-@post("/api/k8s/jobs", status_code=201, operation_class=documented(NewJob))
+@post(
+    "/k8s/jobs",
+    status_code=201,
+    responses=refusals(*WITH_BODY, Conflict, BidTooLow, SpendLimit, BillingHold),
+)
 @threaded
-def post_job(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = _me(request, services)
-    data = decode(body, NewJob)
-    return services.tenant.create_job(
-        me,
+def post_job(me: Me, data: JSONBody[NewJob]) -> JobView:
+    """A job of whole nodes, placed as one gang."""
+    return me.tenant.create_job(
+        me.cluster,
         data.name,
         data.nodes,
         data.priority_class,
@@ -91,27 +113,29 @@ def post_job(request: AnyRequest, services: Services, body: bytes) -> Json:
     )
 
 
-@get("/api/k8s/jobs")
+@get("/k8s/jobs", responses=refusals(*SIGNED))
 @threaded
-def get_jobs(request: AnyRequest, services: Services) -> list[Json]:
-    return services.tenant.jobs(_me(request, services))
+def get_jobs(me: Me) -> list[JobView]:
+    return me.tenant.jobs(me.cluster)
 
 
-@get("/api/k8s/jobs/{job:str}")
+@get("/k8s/jobs/{job:str}", responses=refusals(*SIGNED, NotFound))
 @threaded
-def get_job(request: AnyRequest, services: Services, job: str) -> Json:
-    return services.tenant.job(_me(request, services), job)
+def get_job(me: Me, job: FromPath[str]) -> JobView:
+    return me.tenant.job(me.cluster, job)
 
 
-@patch("/api/k8s/jobs/{job:str}", operation_class=documented(JobPatch))
+@patch(
+    "/k8s/jobs/{job:str}",
+    responses=refusals(*WITH_BODY, NotFound, Conflict, BidTooLow, SpendLimit),
+)
 @threaded
-def patch_job(request: AnyRequest, services: Services, job: str, body: bytes) -> Json:
-    me = _me(request, services)
-    data = decode(body, JobPatch)
+def patch_job(me: Me, job: FromPath[str], data: JSONBody[JobChange]) -> JobView:
+    """Change a job's limit price or priority class (a field left out is kept)."""
     new_price = data.limit_price_per_gpu_hour
     new_class = data.priority_class
-    return services.tenant.patch_job(
-        me,
+    return me.tenant.patch_job(
+        me.cluster,
         job,
         None
         if new_price is msgspec.UNSET
@@ -122,68 +146,83 @@ def patch_job(request: AnyRequest, services: Services, job: str, body: bytes) ->
     )
 
 
-@delete("/api/k8s/jobs/{job:str}", status_code=200)
+@delete("/k8s/jobs/{job:str}", status_code=200, responses=refusals(*SIGNED, NotFound))
 @threaded
-def delete_job(request: AnyRequest, services: Services, job: str) -> Json:
-    return services.tenant.finish_job(_me(request, services), job)
+def delete_job(me: Me, job: FromPath[str]) -> JobView:
+    """The job finished: its nodes stay with the cluster, idle."""
+    return me.tenant.finish_job(me.cluster, job)
 
 
-@get("/api/spend-limit")
+@get("/spend-limit", responses=refusals(*SIGNED))
 @threaded
-def get_spend_limit(request: AnyRequest, services: Services) -> Json:
-    return services.tenant.spend_limit(_me(request, services))
+def get_spend_limit(me: Me) -> SpendLimitView:
+    return me.tenant.spend_limit(me.cluster)
 
 
-@put("/api/spend-limit", operation_class=documented(SpendLimitBody))
+@put("/spend-limit", responses=refusals(*WITH_BODY))
 @threaded
-def put_spend_limit(request: AnyRequest, services: Services, body: bytes) -> Json:
-    me = _me(request, services)
-    data = decode(body, SpendLimitBody)
+def put_spend_limit(me: Me, data: JSONBody[SpendLimitChange]) -> SpendLimitView:
+    """Set the cluster's dollar limit per day (null removes it)."""
     limit = None if data.usd_per_day is None else amount("usd_per_day", data.usd_per_day)
-    return services.tenant.set_spend_limit(me, limit)
+    return me.tenant.set_spend_limit(me.cluster, limit)
 
 
 def _time(field: str, value: str | None) -> int | None:
     return None if value is None else from_datetime(parse_time(field, value))
 
 
-@get("/api/billing")
+CSV_COLUMNS = ["start", "end", "gpu_hours", "amount_usd", "kind"]
+
+
+@get(
+    "/billing",
+    responses=refusals(*SIGNED, Invalid),
+    operation_class=documented(also={"text/csv": "the rows as CSV: " + ",".join(CSV_COLUMNS)}),
+)
 @threaded
 def get_billing(
-    request: AnyRequest,
-    services: Services,
-    start: str | None = None,
-    end: str | None = None,
-    granularity: str = "1h",
-    output: Annotated[str, QueryParameter(name="format")] = "json",
-) -> Response[Any]:
-    me = _me(request, services)
-    if granularity not in GRANULARITIES:
-        raise Invalid("granularity", "must be 5m, 1h or 1d", value=granularity)
-    if output not in ("json", "csv"):
-        raise Invalid("format", "must be json or csv", value=output)
-    rows = services.tenant.billing(me, _time("start", start), _time("end", end), granularity)
+    me: Me,
+    start: TimeQuery = None,
+    end: TimeQuery = None,
+    granularity: Annotated[Granularity, QueryParameter()] = "1h",
+    output: Annotated[Literal["json", "csv"], QueryParameter(name="format")] = "json",
+) -> Response[list[BillingRow]]:
+    """The cluster's bill per time bucket, computed in SQL over the ledger."""
+    rows = me.tenant.billing(me.cluster, _time("start", start), _time("end", end), granularity)
     if output == "json":
         return Response(rows)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=["start", "end", "gpu_hours", "amount_usd", "kind"])
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    for row in rows:
-        writer.writerow({k: row[k] for k in writer.fieldnames})
-    return Response(buffer.getvalue(), media_type="text/csv")
+    writer.writerows(msgspec.to_builtins(rows))
+    return Response(buffer.getvalue(), media_type="text/csv")  # type: ignore[arg-type]
 
 
-ROUTES = [
-    get_capacity,
-    put_capacity,
-    get_bid,
-    put_bid,
-    post_job,
-    get_jobs,
-    get_job,
-    patch_job,
-    delete_job,
-    get_spend_limit,
-    put_spend_limit,
-    get_billing,
-]
+def router(tokens: Tokens, tenant: Tenant) -> Router:
+    """Every tenant endpoint under `/api`, behind the cluster-token guard, each handed `me`."""
+
+    def me(request: Request[Any, Any, Any]) -> Caller:
+        return Caller(request.state.cluster, tenant)
+
+    return Router(
+        "/api",
+        route_handlers=[
+            get_capacity,
+            put_capacity,
+            get_bid,
+            put_bid,
+            post_job,
+            get_jobs,
+            get_job,
+            patch_job,
+            delete_job,
+            get_spend_limit,
+            put_spend_limit,
+            get_billing,
+        ],
+        guards=[tokens.cluster],
+        tags=["tenant (cluster token)"],
+        dependencies={"me": Provide(me, sync_to_thread=False)},
+        security=SECURITY,
+    )
+

@@ -10,37 +10,40 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
 import pyarrow as pa
 
 from burstmarket.clock import parse_time
+from burstmarket.contract import Candle
 from burstmarket.errors import Invalid
 from burstmarket.feed.messages import display, rfc3339
 from burstmarket.history.layout import floor_time, parts_between
-from burstmarket.history.store import StoreReader
-from burstmarket.sqlfiles import sql
+from burstmarket.store import Reader
 
-INTERVALS = {
+Interval = Literal["1m", "5m", "1h", "1d"]
+Format = Literal["json", "csv", "arrow"]
+INTERVALS: dict[Interval, timedelta] = {
     "1m": timedelta(minutes=1),
     "5m": timedelta(minutes=5),
     "1h": timedelta(hours=1),
     "1d": timedelta(days=1),
 }
-FORMATS = {
+FORMATS: dict[Format, str] = {
     "json": "application/json",
     "csv": "text/csv; charset=utf-8",
     "arrow": "application/vnd.apache.arrow.stream",
 }
+assert tuple(INTERVALS) == get_args(Interval)
+assert tuple(FORMATS) == get_args(Format)
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
-COLUMNS = ("start", "open", "high", "low", "close", "vwap", "min", "max", "gpu_hours", "ticks",
-           "closed")
+COLUMNS = Candle.__struct_fields__
+"""A candle's columns, in the order of the SQL's (contract.Candle, the JSON answer's type)."""
 _EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus, tick_seconds FROM ticks WHERE false)"
 _HISTORY = (
     # by name, with a typed empty relation: parts written before `tick_seconds` read NULL there
@@ -56,48 +59,33 @@ class SeriesQuery:
     start: datetime
     end: datetime
     limit: int
-    format: str
+    format: Format
     open_bucket: datetime
     """The bucket the latest tick is in: its candle is still open."""
 
     @classmethod
-    def parse(cls, params: Mapping[str, str], island: str, latest: datetime) -> SeriesQuery:
-        """Checked parameters; without `end`, the range ends with the latest tick's bucket and
-        reaches `limit` buckets back."""
-        interval = params.get("interval", "1h")
-        if interval not in INTERVALS:
-            raise Invalid("interval", f"must be one of {', '.join(INTERVALS)}", value=interval)
-        fmt = params.get("format", "json")
-        if fmt not in FORMATS:
-            raise Invalid("format", f"must be one of {', '.join(FORMATS)}", value=fmt)
-        limit = _integer(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    def of(
+        cls,
+        island: str,
+        latest: datetime,
+        interval: Interval,
+        limit: int,
+        fmt: Format,
+        start: str | None,
+        end: str | None,
+    ) -> SeriesQuery:
+        """The range asked for (the handler's signature checked each parameter's type and
+        range); without `end`, it ends with the latest tick's bucket and reaches `limit` buckets
+        back."""
         width = INTERVALS[interval]
-        end = _time(params, "end") or floor_time(latest, width) + width
-        start = _time(params, "start") or end - width * limit
-        if start >= end:
-            raise Invalid("start", "must be before end", start=rfc3339(start), end=rfc3339(end))
-        return cls(island, width, start, end, limit, fmt, floor_time(latest, width))
+        last = floor_time(latest, width) + width if end is None else parse_time("end", end)
+        first = last - width * limit if start is None else parse_time("start", start)
+        if first >= last:
+            raise Invalid("start", "must be before end", start=rfc3339(first), end=rfc3339(last))
+        return cls(island, width, first, last, limit, fmt, floor_time(latest, width))
 
 
-def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Invalid(name, "must be an integer", value=raw) from None
-    if not low <= value <= high:
-        raise Invalid(name, f"must be between {low} and {high}", value=value)
-    return value
-
-
-def _time(params: Mapping[str, str], name: str) -> datetime | None:
-    raw = params.get(name)
-    return None if raw is None else parse_time(name, raw)
-
-
-def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds: float) -> Any:
+def candles(store: Reader, history: Path, query: SeriesQuery, tick_seconds: float) -> pa.Table:
     """The candles as an Arrow table (blocking: run it in a worker thread). `tick_seconds`, the
     configured interval, counts the ticks of history parts written before ticks recorded theirs."""
     files = [str(part.path) for part in
@@ -111,7 +99,7 @@ def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds:
     }
     if files:
         params["history_files"] = files
-    table = store.arrow(sql("series_candles").replace("{history_ticks}", source), params)
+    table = store.arrow("series_candles", params, parts={"history_ticks": source})
     # The bucket start is naive UTC in SQL (bucketing never depends on the session time zone).
     return table.set_column(0, "start", table.column("start").cast(pa.timestamp("us", tz="UTC")))
 

@@ -3,18 +3,21 @@ term, fixed rate, one live block per cluster, within the island's reservable cap
 
 A block starts at once; the ticks deliver its nodes (free ones first, then taken from the
 market), place the cluster's jobs on it, bill it in 5-minute steps, step it down at the end of
-its term and cancel it after 24 h of a balance at or below zero (see market/tick.py).
+its term and cancel it after 24 h of a balance at or below zero (see market/tick/).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
-from burstmarket.clock import NS_PER_HOUR, rfc3339
+from burstmarket.clock import NS_PER_HOUR, maybe_datetime, rfc3339, to_datetime
+from burstmarket.contract import BlockState, BlockView
 from burstmarket.errors import Invalid, OnePerCluster
 from burstmarket.market.ledger import amount
+from burstmarket.market.market import Market
 from burstmarket.market.model import LIVE, Block
-from burstmarket.market.service import Market
+from burstmarket.market.state import read_cluster, read_island
+from burstmarket.market.tables import BLOCKS
 from burstmarket.money import units_to_usd, usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -23,9 +26,12 @@ MAX_TERM_HOURS = 3 * 365 * 24
 
 class BaseLoadDesk:
     def __init__(self, market: Market) -> None:
-        self.m = market
+        """The parts of `market` it uses (it keeps no reference to it)."""
+        self._db = market.db
+        self._clock = market.clock
+        self._lock = market.lock
 
-    def create(self, cluster_id: str, nodes: int, rate: int, term_hours: int) -> dict[str, Any]:
+    def create(self, cluster_id: str, nodes: int, rate: int, term_hours: int) -> BlockView:
         if not 1 <= nodes <= 100_000:
             raise Invalid("nodes", "must be between 1 and 100000", nodes=nodes)
         if not 1 <= term_hours <= MAX_TERM_HOURS:
@@ -34,8 +40,8 @@ class BaseLoadDesk:
                 f"must be whole hours between 1 and {MAX_TERM_HOURS}",
                 term_hours=term_hours,
             )
-        with self.m.lock, self.m.db.write() as cur:
-            c = self.m.cluster(cur, cluster_id)
+        with self._lock, self._db.write() as cur:
+            c = read_cluster(cur, cluster_id)
             if c.kind != "k8s":
                 raise Invalid(
                     "cluster",
@@ -51,7 +57,7 @@ class BaseLoadDesk:
                     cluster=c.id,
                     block=live[0].id,
                 )
-            island = self.m.island(cur, c.island)
+            island = read_island(cur, c.island)
             row = fetch_one(cur, "island_reserved", island=island.id)
             reserved = int(row["nodes"]) if row else 0
             if reserved + nodes > island.base_load_cap:
@@ -64,7 +70,7 @@ class BaseLoadDesk:
                     base_load_cap=island.base_load_cap,
                     reserved=reserved,
                 )
-            now = self.m.now()
+            now = self._clock.now_ns()
             block_id = f"{c.id}-bl{len(self._blocks(cur, c.id)) + 1}"
             run(
                 cur,
@@ -77,36 +83,36 @@ class BaseLoadDesk:
                 starts_at=now,
                 ends_at=now + term_hours * NS_PER_HOUR,
             )
-        return next(b for b in self.blocks(cluster_id) if b["id"] == block_id)
+        return next(b for b in self.blocks(cluster_id) if b.id == block_id)
 
-    def blocks(self, cluster_id: str) -> list[dict[str, Any]]:
+    def blocks(self, cluster_id: str) -> list[BlockView]:
         """The cluster's blocks, newest first."""
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            c = self.m.cluster(cur, cluster_id)
-            g = self.m.island(cur, c.island).gpus_per_node
+            c = read_cluster(cur, cluster_id)
+            g = read_island(cur, c.island).gpus_per_node
             return [_view(b, g) for b in self._blocks(cur, c.id)]
         finally:
             cur.close()
 
     def _blocks(self, cur: Cursor, cluster_id: str) -> list[Block]:
-        return [Block.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
+        return [BLOCKS.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
 
 
-def _view(b: Block, gpus_per_node: int) -> dict[str, Any]:
+def _view(b: Block, gpus_per_node: int) -> BlockView:
     gpus = b.nodes * gpus_per_node
-    return {
-        "id": b.id,
-        "cluster": b.cluster,
-        "island": b.island,
-        "nodes": b.nodes,
-        "gpus": gpus,
-        "rate_per_gpu_hour": usd(b.rate),
-        "term_hours": (b.ends_at - b.starts_at) // NS_PER_HOUR,
-        "price_usd": float(units_to_usd(amount(b.rate, gpus, b.ends_at - b.starts_at))),
-        "starts_at": rfc3339(b.starts_at),
-        "ends_at": rfc3339(b.ends_at),
-        "state": b.state,
-        "ended_at": rfc3339(b.ended_at),
-        "billed_until": rfc3339(b.billed_until),
-    }
+    return BlockView(
+        id=b.id,
+        cluster=b.cluster,
+        island=b.island,
+        nodes=b.nodes,
+        gpus=gpus,
+        rate_per_gpu_hour=usd(b.rate),
+        term_hours=(b.ends_at - b.starts_at) // NS_PER_HOUR,
+        price_usd=float(units_to_usd(amount(b.rate, gpus, b.ends_at - b.starts_at))),
+        starts_at=to_datetime(b.starts_at),
+        ends_at=to_datetime(b.ends_at),
+        state=cast(BlockState, b.state),
+        ended_at=maybe_datetime(b.ended_at),
+        billed_until=maybe_datetime(b.billed_until),
+    )

@@ -8,18 +8,23 @@ the total, itself rounded half away from zero.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, cast, get_args
 
-from burstmarket.clock import NS_PER_MS, rfc3339
+from burstmarket.clock import NS_PER_MS, to_datetime
+from burstmarket.contract import BillingKind, BillingRow
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
 from burstmarket.store.rows import Cursor, fetch
 
-GRANULARITIES = {"5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000}
+Granularity = Literal["5m", "1h", "1d"]
+GRANULARITIES: dict[Granularity, int] = {
+    "5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000,
+}
+assert tuple(GRANULARITIES) == get_args(Granularity)
 
 
 def billing_rows(
-    cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: str
-) -> list[dict[str, Any]]:
+    cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: Granularity
+) -> list[BillingRow]:
     width = GRANULARITIES[granularity]
     # market times are whole milliseconds: so are the bounds a report is cut at
     low = -(2**62) if start is None else start - start % NS_PER_MS
@@ -30,14 +35,14 @@ def billing_rows(
     # a millionth of a GPU-hour is 3.6 GPU-milliseconds: 18 per 5 GPU-ms
     hours = apportion([int(r["gpu_ms"]) * 5 for r in rows], 18)
     return [
-        {
-            "start": rfc3339(int(r["bucket"])),
-            "end": rfc3339(int(r["bucket"]) + width),
-            "gpu_hours": hours[i] / 1_000_000,
-            "amount_usd": micros[i] / 1_000_000,
-            "amount_units": units[i],
-            "kind": r["kind"],
-        }
+        BillingRow(
+            start=to_datetime(int(r["bucket"])),
+            end=to_datetime(int(r["bucket"]) + width),
+            gpu_hours=hours[i] / 1_000_000,
+            amount_usd=micros[i] / 1_000_000,
+            amount_units=units[i],
+            kind=cast(BillingKind, r["kind"]),
+        )
         for i, r in enumerate(rows)
     ]
 

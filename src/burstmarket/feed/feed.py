@@ -12,14 +12,16 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
 import msgspec
-from litestar import Request, Response, WebSocket, get, websocket
+from litestar import Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
+from litestar.params import QueryParameter
 
-from burstmarket.apidoc import documented
-from burstmarket.errors import Invalid, MarketError, NotFound
+from burstmarket.apidoc import MARKET_DATA, TimeQuery, documented, refusals
+from burstmarket.contract import Candle
+from burstmarket.errors import Invalid, MarketError, NotFound, StoreUnavailable
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document
@@ -31,12 +33,13 @@ from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.wire import wire_of
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
-from burstmarket.history.store import Database
 from burstmarket.market.refusals import log_refusal
+from burstmarket.store import Database
 
 log = logging.getLogger(__name__)
 
 _JSON = "application/json"
+IslandQuery = Annotated[str, QueryParameter(description="the island's id (required)")]
 
 
 class FeedSettings(Protocol):
@@ -294,54 +297,55 @@ class Feed:
     def _latest_handler(self, spec: FeedSpec) -> BaseRouteHandler:
         trim = spec.trim
 
-        async def handler(request: Request[Any, Any, Any]) -> Prepared:
-            params = request.query_params
-            island = params.get("island")
-            cut = None
-            if trim is not None and trim.param in params:
-                cut = (trim.field, _count(trim.param, params[trim.param]))
-            row = await self.latest(spec, island or "")
-            return row.response(cut)
+        async def handler(island: IslandQuery) -> Prepared:
+            return (await self.latest(spec, island)).response()
 
-        params = "`island` (required)" + (f", `{trim.param}`" if trim else "")
-        query: dict[str, dict[str, Any]] = {"island": {"type": "string"}}
-        if trim is not None:
-            query[trim.param] = {"type": "integer", "minimum": 0}
+        async def trimmed(island: IslandQuery, count: int | None = None) -> Prepared:
+            assert trim is not None
+            cut = None if count is None else (trim.field, count)
+            return (await self.latest(spec, island)).response(cut)
+
+        if trim is not None:  # the parameter's name is the catalog's (feeds/<name>.toml)
+            trimmed.__annotations__["count"] = Annotated[int | None, QueryParameter(
+                name=trim.param, ge=0, schema_extra={"minimum": 0},  # ge: checked, not listed
+                description=f"keep the first n of `{trim.field}`")]
         return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
-                   description=f"{spec.description} Query: {params}.",
-                   operation_class=documented(query=query, required=("island",)))(handler)
+                   description=spec.description, responses=refusals(Invalid, NotFound),
+                   tags=[MARKET_DATA],
+                   operation_class=documented(answer=_answer(spec)),
+                   )(handler if trim is None else trimmed)
 
     def _series_handler(self) -> BaseRouteHandler:
         history = self._settings.data_dir / "history"
         tick_seconds = self._settings.tick_seconds
 
-        async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
-            params = dict(request.query_params)
-            island = params.get("island")
+        async def handler(
+            island: IslandQuery,
+            interval: Annotated[series.Interval, QueryParameter()] = "1h",
+            start: TimeQuery = None,
+            end: TimeQuery = None,
+            limit: Annotated[int, QueryParameter(ge=1, le=series.MAX_LIMIT,
+                                                 description="buckets")] = series.DEFAULT_LIMIT,
+            output: Annotated[series.Format, QueryParameter(name="format")] = "json",
+        ) -> Response[list[Candle]]:
             _, latest = self._island(island)
-            query = series.SeriesQuery.parse(params, island or "", latest)
+            query = series.SeriesQuery.of(island, latest, interval, limit, output, start, end)
 
             def run() -> bytes:
                 table = series.candles(self._store, history, query, tick_seconds)
                 return series.render(table, query.format)
 
             body = await asyncio.to_thread(run)
-            return Response(body, media_type=series.FORMATS[query.format])
+            return Response(body, media_type=series.FORMATS[query.format])  # type: ignore[arg-type]
 
-        time = {"type": "string", "format": "date-time"}
-        query: dict[str, dict[str, Any]] = {
-            "island": {"type": "string"},
-            "interval": {"enum": list(series.INTERVALS)},
-            "start": time,
-            "end": time,
-            "limit": {"type": "integer", "minimum": 1, "maximum": series.MAX_LIMIT},
-            "format": {"enum": list(series.FORMATS)},
+        also = {
+            series.FORMATS["csv"]: "the candles as CSV: " + ",".join(series.COLUMNS),
+            series.FORMATS["arrow"]: "the candles as an Arrow IPC stream (exact decimals)",
         }
         return get("/api/market/series", name="market-series", summary="Candles",
-                   description="Candles of the per-tick vwap. Query: `island`, "
-                   "`interval` (1m|5m|1h|1d), `start`, `end`, `limit`, `format` "
-                   "(json|csv|arrow).",
-                   operation_class=documented(query=query, required=("island",)))(handler)
+                   description="Candles of the per-tick vwap.",
+                   responses=refusals(Invalid, NotFound, StoreUnavailable), tags=[MARKET_DATA],
+                   operation_class=documented(also=also))(handler)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
         body = self._asyncapi
@@ -359,14 +363,15 @@ class Feed:
         return websocket(self.options.ws_path, name="market-feed")(handler)
 
 
-def _count(name: str, raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Invalid(name, "must be an integer", value=raw) from None
-    if value < 0:
-        raise Invalid(name, "must not be negative", value=value)
-    return value
+def _answer(spec: FeedSpec) -> dict[str, Any]:
+    """The JSON Schema of a feed's REST answer: `{island, tick, time, **data}`."""
+    properties: dict[str, Any] = {
+        "island": {"type": "string"},
+        "tick": {"type": "integer", "description": "gap-free per island"},
+        "time": {"type": "string", "format": "date-time"},
+        **spec.schema,
+    }
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def build_feed(db: Database, settings: FeedSettings, options: FeedOptions | None = None) -> Feed:

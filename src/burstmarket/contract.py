@@ -1,0 +1,307 @@
+"""The HTTP API's contract in types: every request body and every answer, as msgspec Structs.
+
+The handlers (api/) declare them, so the OpenAPI document lists each body and answer from
+these very types; the market (market/) builds the answers, so what it returns is what goes on
+the wire, field for field (docs/api.md). Nothing here imports the API or the market.
+
+Request bodies are decoded strictly (api/bodies.py): an unknown field, a wrong type or a value
+past a limit written here (`msgspec.Meta`) is refused `invalid` naming the field. Money in a
+body is read as a Decimal from the JSON text, digit for digit, and checked on the price grid
+(money.py) where it is turned into integer micro-dollars, never rounded. Money in an answer is
+a JSON number in USD: prices and rates per GPU-hour with at most 4 decimals, amounts at most 6.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+# --- limits (docs/api.md "Limits") ----------------------------------------------------------
+
+MAX_NAME = 63
+"""Names: jobs, accounts, clusters, islands (1-63 lowercase letters, digits or '-')."""
+MAX_PRIORITY_CLASS = 253
+"""A Kubernetes PriorityClass name is a DNS subdomain: at most 253 characters."""
+MAX_NODE_ID = 128
+MAX_RELEASE = 10_000
+"""Node ids one declaration may release (an island has at most 100,000 nodes)."""
+MAX_NODE_SPEC_BYTES = 4096
+"""An island's node_spec, as JSON (checked after decoding: its size is that of its JSON)."""
+MAX_TICKS = 100_000
+"""Manual ticks one request may run."""
+
+Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
+PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
+NodeId = Annotated[str, msgspec.Meta(max_length=MAX_NODE_ID)]
+Kind = Literal["vm", "k8s"]
+"""A cluster's kind: VM capacity or a Kubernetes cluster."""
+JobState = Literal["pending", "running", "finished"]
+NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
+BlockState = Literal["live", "ended", "cancelled"]
+BillingKind = Literal["market", "base_load"]
+
+PriceIn = Annotated[
+    Decimal,
+    msgspec.Meta(description="USD per GPU-hour: above 0, at most 1000, at most 4 decimals"),
+]
+"""A price as the JSON text spells it: 2.99999999999999999999 stays that (and is refused for
+its decimals), never a float's 3.0."""
+AmountIn = Annotated[Decimal, msgspec.Meta(description="USD, at most 6 decimals")]
+
+Price = Annotated[float, msgspec.Meta(description="USD per GPU-hour")]
+Amount = Annotated[float, msgspec.Meta(description="USD (at most 6 decimals)")]
+Time = Annotated[datetime, msgspec.Meta(description="RFC 3339, UTC")]
+
+
+# --- request bodies -------------------------------------------------------------------------
+
+
+class Body(msgspec.Struct, forbid_unknown_fields=True):
+    """A request body: unknown fields are refused."""
+
+
+class CapacityDeclaration(Body):
+    """A VM cluster's declaration: how many GPUs at most, at what price at most."""
+
+    max_gpus: Annotated[int, msgspec.Meta(description="a multiple of the island's gpus_per_node")]
+    max_price_per_gpu_hour: PriceIn | None = None
+    release: Annotated[
+        list[NodeId],
+        msgspec.Meta(max_length=MAX_RELEASE, description="held nodes to give back first"),
+    ] = []
+
+
+class BidChange(Body):
+    limit_price_per_gpu_hour: PriceIn
+
+
+class NewJob(Body):
+    name: Name
+    nodes: int
+    priority_class: PriorityClass | None = None
+    limit_price_per_gpu_hour: PriceIn | None = None
+
+
+class JobChange(Body):
+    """A field left out keeps its value; null removes it."""
+
+    limit_price_per_gpu_hour: PriceIn | msgspec.UnsetType | None = msgspec.UNSET
+    priority_class: PriorityClass | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class SpendLimitChange(Body):
+    usd_per_day: Annotated[AmountIn | None, msgspec.Meta(description="null removes the limit")]
+
+
+class NewAccount(Body):
+    name: Name
+    balance_usd: AmountIn = Decimal(0)
+
+
+class Credit(Body):
+    amount_usd: Annotated[AmountIn, msgspec.Meta(description="negative corrects a credit")]
+
+
+class NewCluster(Body):
+    account: Name
+    island: Name
+    kind: Kind
+    name: Name
+
+
+class IslandChange(Body):
+    """Creates the island (gpus_per_node, nodes and reserve_price required) or changes it."""
+
+    gpus_per_node: int | None = None
+    nodes: int | None = None
+    reserve_price: PriceIn | None = None
+    node_spec: Annotated[
+        Any, msgspec.Meta(description=f"free-form, at most {MAX_NODE_SPEC_BYTES} bytes of JSON")
+    ] = msgspec.UNSET
+    base_load_cap: int | None = None
+
+
+class NewBlock(Body):
+    """A base load block: fixed nodes, term and rate."""
+
+    nodes: int
+    rate_per_gpu_hour: PriceIn
+    term_hours: int
+
+
+class TickRequest(Body):
+    count: Annotated[int, msgspec.Meta(description=f"1 ... {MAX_TICKS}")] = 1
+    island: Annotated[Name | None, msgspec.Meta(description="whose statistics lead")] = None
+
+
+# --- answers --------------------------------------------------------------------------------
+
+
+class View(msgspec.Struct, kw_only=True):
+    """An answer (the fields in the order they go on the wire)."""
+
+
+class HeldNode(View):
+    id: str
+    granted_at: Time | None
+    window_ends_at: Time | None
+    locked_price: Price | None
+
+
+class CapacityView(View):
+    """A VM cluster's declaration and what it holds."""
+
+    cluster: str
+    island: str
+    gpus_per_node: int
+    max_gpus: int
+    max_price_per_gpu_hour: Price | None
+    held_gpus: int
+    pending_gpus: int
+    nodes: list[HeldNode]
+    rate: Price | None
+    bid_too_low: bool
+    spend_limit: Amount | None
+    pending_reason: str | None
+
+
+class BidView(View):
+    """A Kubernetes cluster's limit price."""
+
+    cluster: str
+    limit_price_per_gpu_hour: Price | None
+    bid_too_low: bool
+    pending_reason: str | None
+
+
+class JobEvent(View):
+    type: str
+    """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
+    at: Time
+    detail: str
+
+
+class JobView(View):
+    name: str
+    nodes: int
+    state: JobState
+    priority_class: str | None
+    provisioned_at: Time | None
+    limit_price_per_gpu_hour: Price | None
+    rate: Price | None
+    node_ids: list[str]
+    bid_too_low: bool
+    events: list[JobEvent]
+
+
+class SpendLimitView(View):
+    usd_per_day: Amount | None
+    window_started_at: Time | None
+    spent_usd: Amount
+    committed_usd: Amount
+    left_usd: Amount | None
+
+
+class BillingRow(View):
+    start: Time
+    end: Time
+    gpu_hours: float
+    amount_usd: Amount
+    amount_units: Annotated[int, msgspec.Meta(description="exact: 3.6e12 units make one USD")]
+    kind: BillingKind
+
+
+class IslandView(View):
+    id: str
+    gpus_per_node: int
+    nodes: int
+    reserve_price: Price
+    node_spec: Any
+    base_load_cap: int
+
+
+class AccountView(View):
+    name: str
+    balance_usd: Amount
+    billing_hold: bool
+    clusters: list[str]
+
+
+class ClusterCreated(View):
+    id: str
+    token: Annotated[str, msgspec.Meta(description="shown once; only its hash is stored")]
+    account: str
+    island: str
+    kind: Kind
+
+
+class NodeView(View):
+    id: str
+    idx: int
+    state: NodeState
+    cluster: str | None
+    job: str | None
+    block: str | None
+    granted_at: Time | None
+    window_ends_at: Time | None
+    locked_price: Price | None
+    replacement_owed_until: Time | None
+
+
+class BlockView(View):
+    """A base load block."""
+
+    id: str
+    cluster: str
+    island: str
+    nodes: int
+    gpus: int
+    rate_per_gpu_hour: Price
+    term_hours: int
+    price_usd: Amount
+    starts_at: Time
+    ends_at: Time
+    state: BlockState
+    ended_at: Time | None
+    billed_until: Time | None
+
+
+class TickStats(View):
+    """An island's market statistics at one tick (`GET /api/market/stats`)."""
+
+    island: str
+    tick: int
+    time: Time
+    vwap: Price | None
+    min: Price | None
+    max: Price | None
+    gpus: int
+    clusters: int
+    pending_gpus: int
+    reserve_price: Price
+
+
+class TicksRun(TickStats):
+    """The statistics of the last tick run: of the island asked for (else the first), then of
+    every island."""
+
+    islands: list[TickStats]
+
+
+class Candle(View):
+    """One bucket of the per-tick vwap (`GET /api/market/series`)."""
+
+    start: Time
+    open: Price | None
+    high: Price | None
+    low: Price | None
+    close: Price | None
+    vwap: Price | None
+    min: Price | None
+    max: Price | None
+    gpu_hours: float
+    ticks: int
+    closed: Annotated[bool, msgspec.Meta(description="false for the bucket still open")]

@@ -1,0 +1,64 @@
+"""One tick on one island as a pure function: state in, state changes and rows out
+(docs/market.md "One tick"). It does no I/O: the service reads its input from the store and
+writes its output in one transaction, so replaying a tick gives the same rows.
+
+`run_tick` is the tick's table of contents. Each phase is a function of one `TickState`
+(state.py: the nodes indexed by where they are, what changed, the transitions); what a phase
+leaves for later ones is a named field of the state (`refused`, `credit`, `unpriced`) or a value
+it returns (`Bids`, `Clearing`).
+"""
+
+from __future__ import annotations
+
+from burstmarket.market.ladder import published_ladder
+from burstmarket.market.tick import (
+    billing,
+    block_delivery,
+    block_terms,
+    housekeeping,
+    placement,
+    replacements,
+    verdicts,
+)
+from burstmarket.market.tick.apply import apply
+from burstmarket.market.tick.clearing import clear_round, releases
+from burstmarket.market.tick.output import output
+from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.types import TickInput, TickOutput
+
+__all__ = ["TickInput", "TickOutput", "run_tick"]
+
+
+def run_tick(inp: TickInput) -> TickOutput:
+    s = TickState(inp)
+    # 0. held time not billed yet, up to now (a late tick leaves no gap)
+    billing.bill_held_time(s)
+    # 1. housekeeping
+    block_terms.end_terms(s)
+    housekeeping.billing_hold(s)
+    housekeeping.lapse_owed(s)
+    housekeeping.release_idle(s)
+    housekeeping.renew_commitments(s)
+    # 2. what is owed goes ahead of every bid
+    block_delivery.deliver(s)
+    replacements.deliver(s)
+    # 3. capacity the cluster already has
+    placement.on_blocks(s)
+    placement.on_idle(s)
+    # 4-7. the auction; nodes stepping down from a block with no price to lock are locked at
+    # the lowest rate it clears at without them, then it clears again with them
+    bids, clearing = clear_round(s)
+    if s.unpriced:
+        block_terms.lock_step_downs(s, clearing.stats.min)
+        bids, clearing = clear_round(s)
+    # 8. the outcome
+    apply(s, bids, clearing)
+    s.provisioned()
+    # billing: the interval in advance, commitments, the blocks' steps
+    billing.charge(s, clearing)
+    billing.bill_blocks(s)
+    verdicts.jobs_too_low(s)
+    low = verdicts.clusters_too_low(s, clearing)
+    verdicts.pending_reasons(s)
+    ladder = published_ladder(bids.auction, clearing, releases(s, bids.protected))
+    return output(s, clearing, {n.id for n in bids.protected}, low, ladder)

@@ -1,0 +1,108 @@
+"""Base load terms (docs/market.md "Base load"): the end of a term steps the block's nodes down
+into the market; 24 h of a balance at or below zero cancel the block at that moment."""
+
+from __future__ import annotations
+
+from burstmarket.market.guard import worst_case
+from burstmarket.market.ledger import BASE_LOAD, CHARGE
+from burstmarket.market.model import (
+    BASE_LOAD_GRACE_NS,
+    CANCELLED,
+    ENDED,
+    K8S_WINDOW_NS,
+    Block,
+    Node,
+)
+from burstmarket.market.tick.billing import bill_block
+from burstmarket.market.tick.state import TickState
+
+
+def end_terms(s: TickState) -> None:
+    """End of term steps the nodes down into the market; a balance at or below zero for 24 h
+    cancels the block at that moment."""
+    for b in s.live_blocks():
+        c = s.clusters[b.cluster]
+        if s.inp.balances.get(c.account, 0) > 0:
+            if b.negative_since is not None:
+                b.negative_since = None
+                s.touch_block(b)
+        elif b.negative_since is None:
+            b.negative_since = s.t
+            s.touch_block(b)
+        cancel_at = None if b.negative_since is None else b.negative_since + BASE_LOAD_GRACE_NS
+        if cancel_at is not None and cancel_at <= s.t and cancel_at < b.ends_at:
+            _cancel(s, b, cancel_at)
+        elif s.t >= b.ends_at:
+            _step_down(s, b)
+
+
+def _cancel(s: TickState, b: Block, at: int) -> None:
+    """Billing stops at `at` (the billed rest is undone); the nodes return to the market (the
+    billing hold is reclaiming the cluster's market capacity anyway)."""
+    bill_block(s, b, at)
+    c = s.clusters[b.cluster]
+    if b.billed_until > at:
+        s.books.bill(BASE_LOAD, c, at, b.billed_until, -b.nodes * s.g, b.rate)
+        b.billed_until = at
+    nodes = s.block_nodes(b)
+    for name in sorted({n.job for n in nodes if n.job is not None}):
+        job = s.jobs.get((b.cluster, name))
+        if job is not None:
+            s.preempt(job, "base load block cancelled: the balance stayed at or below zero")
+    for n in nodes:
+        s.free(n)
+    _close(s, b, CANCELLED, at)
+
+
+def _step_down(s: TickState, b: Block) -> None:
+    """End of term: the nodes stay with the cluster as market nodes under a fresh window from
+    the end, locked at the declared price (the job's, else the cluster's) or, with none or one
+    under the reserve, at the lowest rate this tick clears at (`lock_step_downs`); no minimum
+    hold; idle ones get the usual idle grace."""
+    bill_block(s, b, b.ends_at)
+    c = s.clusters[b.cluster]
+    end = b.ends_at
+    for n in s.block_nodes(b):
+        job = s.job_on(n)
+        declared = job.price(c) if job is not None else c.limit_price
+        s.leave_block(n)
+        n.granted_at, n.window_ends_at, n.hold_until = end, end + K8S_WINDOW_NS, None
+        n.idle_since = None if job is not None else end
+        n.commit_ends_at = n.window_ends_at
+        if declared is not None and declared >= s.r:
+            _lock(s, n, declared)
+        else:
+            s.unpriced[n.id] = n
+    _close(s, b, ENDED, end)
+
+
+def lock_step_downs(s: TickState, lowest: int | None) -> None:
+    """Lock the stepped-down nodes with no price at `lowest`, the lowest rate the tick clears
+    at without them (never under the reserve; the reserve when nothing clears)."""
+    locked = s.r if lowest is None else max(s.r, lowest)
+    for n in list(s.unpriced.values()):
+        _lock(s, n, locked)
+    s.unpriced.clear()
+
+
+def _lock(s: TickState, n: Node, locked: int) -> None:
+    """Lock a stepped-down node's window at `locked`: its worst case is committed, and the time
+    since the end of term is billed at the lock (the block billed up to it)."""
+    c = s.clusters[n.cluster or ""]
+    assert n.granted_at is not None
+    assert n.window_ends_at is not None
+    n.locked_price = n.commit_price = locked
+    s.books.commit(c, worst_case(locked, s.g, max(0, n.window_ends_at - s.t)))
+    start = max(n.granted_at, s.inp.billed.floor if s.inp.billed else 0)
+    if start < s.t:
+        s.books.bill(CHARGE, c, start, s.t, s.g, locked, node=n.id)
+        s.books.spend_started(c)
+
+
+def _close(s: TickState, b: Block, state: str, at: int) -> None:
+    for n in s.out_of_service:
+        if n.block == b.id:
+            n.block = None  # out of service: in no index
+            s.touch(n)
+    b.state, b.ended_at = state, at
+    s.touch_block(b)

@@ -1,0 +1,113 @@
+"""One clearing of the island (docs/market.md "One tick", steps 4-7): the demand of every
+cluster not on billing hold, the contestable supply, and the nodes fixed this tick (under an open
+window, or owed as replacements) protected at their cap. The ladder's later rungs come from the
+same rules (`releases`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from burstmarket.auction import Clearing, IslandInput, Protected, Release, Unit, clear
+from burstmarket.market.model import BILLING_HOLD, Age, Cluster, Node
+from burstmarket.market.tick.demand import (
+    Aged,
+    Demand,
+    held_units,
+    new_job_units,
+    new_vm_units,
+    served_ages,
+    short_units,
+)
+from burstmarket.market.tick.state import TickState
+
+
+@dataclass(frozen=True, slots=True)
+class Bids:
+    """One round of the auction: its input, and what each unit stands for."""
+
+    auction: IslandInput
+    units: list[Unit]
+    """Oldest first (the order the auction breaks ties in)."""
+    demand: dict[str, Demand]
+    """Unit id -> what it stands for."""
+    protected: list[Node]
+    """Market nodes under an open window: fixed this tick, assessed up to their cap."""
+
+
+def clear_round(s: TickState) -> tuple[Bids, Clearing]:
+    """The island's demand now, and the auction's outcome. A unit is dated by the demand it
+    serves, so two equal bids never swap a node; equal ages never fall back to an id."""
+    aged: list[Aged] = []
+    protected: list[Node] = []
+    locks: Counter[tuple[str, int]] = Counter()
+    for c in s.sorted_clusters():
+        if s.refused.get(c.id) == BILLING_HOLD:
+            continue
+        held = [n for n in s.held(c.id) if n.id not in s.unpriced]
+        served, waiting = served_ages(s, c, held)
+        lapsed = []
+        for n in held:
+            if n.window_open(s.t):
+                locks[(c.id, cap(s, c, n))] += 1
+                protected.append(n)
+            else:
+                lapsed.append(n)
+        aged += held_units(s, c, lapsed, served)
+        aged += short_units(s, c)
+        aged += new_vm_units(s, c, waiting) if c.kind == "vm" else new_job_units(s, c)
+    demand = {u.id: d for _, u, d in aged}
+    reclaimable = sum(len(d.nodes) for d in demand.values())
+    owed = s.owed()
+    # replacements still owed take reclaimed nodes after the auction, ahead of every bid: they
+    # are held (and pay) from this tick, like those that found a free node
+    for lost in owed[: s.free_count() + reclaimable]:
+        c = s.clusters[lost.cluster or ""]
+        locks[(c.id, cap(s, c, lost))] += 1
+    aged.sort(key=lambda a: (a[0], a[1].id))
+    units = [u for _, u, _ in aged]
+    auction = IslandInput(
+        nodes=max(0, s.free_count() + reclaimable - len(owed)),
+        gpus_per_node=s.g,
+        reserve_price=s.r,
+        units=tuple(units),
+        protected=tuple(Protected(c, k, price) for (c, price), k in sorted(locks.items())),
+    )
+    return Bids(auction, units, demand, protected), clear(auction)
+
+
+def cap(s: TickState, c: Cluster, n: Node) -> int:
+    """The most a node under an open window can be assessed per GPU-hour. VM: the bid that won
+    the grant, lifted at once by a higher live ceiling. Kubernetes: the live limit price of the
+    job on it (one under the reserve, as after a step-down, keeps the lock); an idle node its
+    lock."""
+    locked = n.locked_price or 0
+    if c.kind == "vm":
+        return max(locked, c.max_price or 0)
+    job = s.job_on(n)
+    if job is None or job.state != "running":
+        return locked
+    price = job.price(c) or 0
+    return price if price >= s.r else (locked or price)
+
+
+def releases(s: TickState, protected: Iterable[Node]) -> list[Release]:
+    """The nodes under a window now, by the time it ends, each batch with the units its holders
+    will bid as then (`held_units`): what the ladder's later rungs are priced from."""
+    ending: dict[int, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
+    for n in sorted(protected, key=lambda n: n.idx):
+        if n.cluster is not None and n.window_ends_at is not None:
+            ending[n.window_ends_at][n.cluster].append(n)
+    served: dict[str, dict[str, Age]] = {}
+    out = []
+    for at, by_cluster in sorted(ending.items()):
+        units: list[Unit] = []
+        for cid, nodes in sorted(by_cluster.items()):
+            c = s.clusters[cid]
+            if cid not in served:
+                served[cid] = served_ages(s, c, s.held(cid))[0]
+            units += [u for _, u, _ in held_units(s, c, nodes, served[cid])]
+        out.append(Release(at, sum(len(nodes) for nodes in by_cluster.values()), tuple(units)))
+    return out

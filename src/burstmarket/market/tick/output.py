@@ -1,0 +1,51 @@
+"""What the tick gives back: the rows that changed, every holding, the pending GPUs, the
+verdicts."""
+
+from __future__ import annotations
+
+from burstmarket.auction import Clearing
+from burstmarket.market.ladder import LadderRung
+from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.types import TickOutput
+
+
+def output(
+    s: TickState,
+    clearing: Clearing,
+    protected: set[str],
+    low: set[str],
+    ladder: tuple[LadderRung, ...],
+) -> TickOutput:
+    """`protected`: the market nodes the auction held under their window; `low`: the clusters
+    with demand under the reserve."""
+    allocations = []
+    pending = 0
+    for c in s.sorted_clusters():
+        held = sorted(s.held(c.id), key=lambda n: n.idx)
+        for n in held:
+            kind = "protected" if n.id in protected else "market"
+            allocations.append((c.id, n.id, kind))
+        for n in sorted(s.block_of(c), key=lambda n: n.idx):
+            allocations.append((c.id, n.id, "base_load"))
+        if c.kind == "vm":
+            pending += max(0, c.max_gpus - len(held) * s.g)
+        else:
+            for j in s.jobs_of(c, "pending"):
+                credit = len(s.credit.get((c.id, j.name), []))
+                pending += (j.nodes - credit) * s.g
+    verdicts = [(c, "bid-too-low") for c in sorted(low)]
+    verdicts += sorted(s.refused.items())
+    return TickOutput(
+        clearing=clearing,
+        ladder=ladder,
+        nodes=sorted(s.changed_nodes.values(), key=lambda n: n.idx),
+        jobs=list(s.changed_jobs.values()),
+        clusters=list(s.changed_clusters.values()),
+        events=s.events,
+        ledger=s.books.ledger,
+        rates={c: cc.rate for c, cc in clearing.clusters.items()},
+        allocations=allocations,
+        pending_gpus=pending,
+        verdicts=verdicts,
+        blocks=list(s.changed_blocks.values()),
+    )

@@ -1,0 +1,54 @@
+"""What a tick reads and what it gives back (the service reads the one from the store and writes
+the other in one transaction)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from burstmarket.auction import Clearing
+from burstmarket.market.ladder import LadderRung
+from burstmarket.market.ledger import Billed, Entry
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+
+
+@dataclass(slots=True)
+class TickInput:
+    island: Island
+    tick: int
+    time: int
+    interval_ns: int
+    clusters: dict[str, Cluster]
+    nodes: list[Node]
+    """Every node of the island, in index order."""
+    jobs: list[Job]
+    """Pending and running jobs of the island's clusters."""
+    balances: dict[str, int]
+    """Account -> credit left in ledger units (at or below zero: billing hold)."""
+    spent: dict[str, int]
+    """Cluster (with a spend limit) -> billed units in its open spend window."""
+    rates: dict[str, int]
+    """Cluster -> its rate at the previous tick (µUSD per GPU-hour)."""
+    blocks: list[Block] = field(default_factory=list)
+    """The island's live base load blocks."""
+    billed: Billed | None = None
+    """How far the island's market billing has gone (None: never billed)."""
+
+
+@dataclass(slots=True)
+class TickOutput:
+    clearing: Clearing
+    ladder: tuple[LadderRung, ...]
+    """The published ladder: the engine's rungs, then those windows hold (market/ladder.py)."""
+    nodes: list[Node]
+    jobs: list[Job]
+    clusters: list[Cluster]
+    events: list[JobEvent]
+    ledger: list[Entry]
+    rates: dict[str, int]
+    allocations: list[tuple[str, str, str]]
+    """(cluster, node, kind) for every held node after the tick."""
+    pending_gpus: int
+    verdicts: list[tuple[str, str]]
+    """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
+    blocks: list[Block] = field(default_factory=list)
+    """Blocks whose row changed: billing progress, end of term, cancellation."""

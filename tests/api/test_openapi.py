@@ -1,0 +1,263 @@
+"""The OpenAPI document (`/schema/openapi.json`) is the API's contract for every route the app
+serves: its request body, a typed answer, its query parameters, its refusals (each code under
+its own status) and the bearer scheme where a token is needed; and the answers the service
+really sends conform to it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import schemathesis
+from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import QueryParameter
+from litestar.routes import HTTPRoute
+
+from burstmarket.errors import MarketError
+from tests.api.support import OPERATOR, app_at, ok, running, vm_and_k8s
+
+Operation = tuple[str, str, HTTPRouteHandler]
+FREE_FORM = {"node_spec"}
+"""The one field of any JSON by design: what a node is, as the operator describes it."""
+
+
+def _statuses() -> dict[str, int]:
+    """Every refusal code and its status, from the error tree."""
+    found: dict[str, int] = {}
+    pending: list[type[MarketError]] = [MarketError]
+    while pending:
+        kind = pending.pop()
+        found[kind.code] = kind.status
+        pending += kind.__subclasses__()
+    return found
+
+
+def _operations(app: Litestar) -> Iterator[Operation]:
+    """(path as documented, method, handler) of every documented HTTP route the app serves."""
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        for handler in route.route_handlers:
+            if handler.resolve_include_in_schema():
+                for method in handler.http_methods:
+                    yield route.path_format, method.lower(), handler
+
+
+def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def _document(tmp_path: Path, app: Litestar) -> dict[str, Any]:
+    async def fetch() -> dict[str, Any]:
+        async with running(tmp_path, app) as http:
+            document: dict[str, Any] = await ok(http.get("/schema/openapi.json"))
+            return document
+
+    return asyncio.run(fetch())
+
+
+def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: Path) -> None:
+    app = app_at(tmp_path)
+    doc = _document(tmp_path, app)
+    statuses = _statuses()
+    operations = list(_operations(app))
+    assert len(operations) == 29
+    for path, method, handler in operations:
+        where = f"{method.upper()} {path}"
+        operation = doc["paths"][path][method]
+        signature = handler.parsed_fn_signature.parameters
+        # everything a handler reads is in its signature, none reads the raw request
+        assert "request" not in signature, where
+        assert "body" not in signature, where
+
+        data = handler.parsed_data_field
+        if data is None:
+            assert "requestBody" not in operation, where
+        else:
+            body = operation["requestBody"]
+            assert body["required"], where
+            schema = _resolve(doc, body["content"]["application/json"]["schema"])
+            assert set(schema["properties"]) == set(data.annotation.__struct_fields__), where
+
+        answer = operation["responses"][str(handler.status_code)]
+        schema = _resolve(doc, answer["content"]["application/json"]["schema"])
+        if schema.get("type") == "array":
+            schema = _resolve(doc, schema["items"])
+        assert schema["type"] == "object", where
+        assert schema["properties"], where  # typed: never an object of anything
+        for name, field in schema["properties"].items():
+            assert field or name in FREE_FORM, (where, name)
+
+        sent = {
+            parameter.kwarg_definition.name or name
+            for name, parameter in signature.items()
+            if isinstance(parameter.kwarg_definition, QueryParameter)
+        }
+        listed = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+        assert listed == sent, where
+
+        refusals = {int(s): r for s, r in operation["responses"].items() if int(s) >= 400}
+        assert refusals, where
+        assert 400 not in refusals, where  # litestar's own shape: never sent (422 instead)
+        for status, refusal in refusals.items():
+            schema = _resolve(doc, refusal["content"]["application/json"]["schema"])
+            assert {"error", "detail"} <= set(schema["required"]), (where, status)
+            error = schema["properties"]["error"]
+            codes = error["enum"] if "enum" in error else [error["const"]]
+            assert {statuses[code] for code in codes} == {status}, (where, status, codes)
+        if data is not None:
+            assert {413, 422} <= set(refusals), where
+
+        if handler.resolve_guards():
+            assert operation["security"] == [{"BearerToken": []}], where
+            assert {401, 403} <= set(refusals), where
+        else:
+            assert "security" not in operation, where
+            assert not {401, 403} & set(refusals), where
+
+    assert doc["openapi"].startswith("3.1")
+    scheme = doc["components"]["securitySchemes"]["BearerToken"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+
+
+def _query(doc: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in doc["paths"][path]["get"]["parameters"]}
+
+
+def test_the_market_endpoints_document_their_query_and_other_media_types(
+    tmp_path: Path,
+) -> None:
+    doc = _document(tmp_path, app_at(tmp_path))
+    assert list(_query(doc, "/api/market/stats")) == ["island"]
+    assert list(_query(doc, "/api/market/rates")) == ["island"]
+    ladder = _query(doc, "/api/market/ladder")
+    assert list(ladder) == ["island", "max_nodes"]
+    assert ladder["island"]["required"]
+    assert ladder["max_nodes"]["schema"]["minimum"] == 0
+    series = _query(doc, "/api/market/series")
+    assert list(series) == ["island", "interval", "start", "end", "limit", "format"]
+    assert series["interval"]["schema"]["enum"] == ["1m", "5m", "1h", "1d"]
+    assert series["format"]["schema"]["enum"] == ["json", "csv", "arrow"]
+    assert (series["limit"]["schema"]["minimum"], series["limit"]["schema"]["maximum"]) == (
+        1, 10_000)
+    assert series["start"]["schema"]["format"] == "date-time"
+    answers = doc["paths"]["/api/market/series"]["get"]["responses"]["200"]["content"]
+    assert set(answers) == {
+        "application/json", "text/csv; charset=utf-8", "application/vnd.apache.arrow.stream"}
+    billing = _query(doc, "/api/billing")
+    assert list(billing) == ["start", "end", "granularity", "format"]
+    assert billing["granularity"]["schema"]["enum"] == ["5m", "1h", "1d"]
+    assert set(doc["paths"]["/api/billing"]["get"]["responses"]["200"]["content"]) == {
+        "application/json", "text/csv"}
+    # money in a body is a JSON number (read exactly), never a string
+    price = doc["components"]["schemas"]["CapacityDeclaration"]["properties"][
+        "max_price_per_gpu_hour"]
+    assert [kind["type"] for kind in price["oneOf"]] == ["number", "null"]
+
+
+def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
+    """One real call of every operation (and a refusal of several), each answer validated
+    against the document: status, content type and body."""
+    app = app_at(tmp_path)
+
+    async def scenario() -> tuple[dict[str, Any], list[httpx.Response]]:
+        answers: list[httpx.Response] = []
+        async with running(tmp_path, app) as http:
+
+            async def call(method: str, url: str, status: int = 200, **kw: Any) -> Any:
+                response = await http.request(method, url, **kw)
+                assert response.status_code == status, (method, url, response.text)
+                answers.append(response)
+                return response.json()
+
+            island = {"gpus_per_node": 8, "nodes": 4, "reserve_price": 1, "base_load_cap": 2,
+                      "node_spec": {"gpus": "8x test"}}
+            await call("PUT", "/api/admin/islands/docs", json=island, headers=OPERATOR)
+            vm, k8s = await vm_and_k8s(http, "docs")
+            await call("GET", "/api/admin/accounts/docs-acct", headers=OPERATOR)
+            await call("POST", "/api/admin/accounts/docs-acct/credit", json={"amount_usd": 5},
+                       headers=OPERATOR)
+            await call("POST", "/api/admin/accounts", 201, json={"name": "spare"},
+                       headers=OPERATOR)
+            await call("POST", "/api/admin/clusters", 201, headers=OPERATOR, json={
+                "account": "spare", "island": "docs", "kind": "vm", "name": "spare-vm"})
+            await call("PUT", "/api/vm/capacity", headers=vm,
+                       json={"max_gpus": 8, "max_price_per_gpu_hour": 2.5})
+            await call("PUT", "/api/k8s/bid", headers=k8s, json={"limit_price_per_gpu_hour": 2})
+            job = {"name": "train", "nodes": 1, "priority_class": "high"}
+            await call("POST", "/api/k8s/jobs", 201, json=job, headers=k8s)
+            await call("POST", "/api/admin/ticks", json={"count": 2, "island": "docs"},
+                       headers=OPERATOR)
+            for path in ("/api/vm/capacity", "/api/spend-limit", "/api/billing"):
+                await call("GET", path, headers=vm)
+            for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):
+                await call("GET", path, headers=k8s)
+            await call("PATCH", "/api/k8s/jobs/train", json={"limit_price_per_gpu_hour": 3},
+                       headers=k8s)
+            await call("PUT", "/api/spend-limit", json={"usd_per_day": 100}, headers=vm)
+            await call("GET", "/api/islands")
+            for feed in ("stats", "ladder", "rates"):
+                await call("GET", f"/api/market/{feed}", params={"island": "docs"})
+            await call("GET", "/api/market/series", params={"island": "docs", "limit": 3})
+            nodes = await call("GET", "/api/admin/islands/docs/nodes", headers=OPERATOR)
+            node = f"/api/admin/islands/docs/nodes/{nodes[0]['id']}"
+            for action in ("cordon", "dark", "uncordon"):
+                await call("POST", f"{node}/{action}", headers=OPERATOR)
+            block = {"nodes": 1, "rate_per_gpu_hour": 1.5, "term_hours": 1}
+            blocks = "/api/admin/clusters/docs-k8s/base-load"
+            await call("POST", blocks, 201, json=block, headers=OPERATOR)
+            await call("GET", blocks, headers=OPERATOR)
+            await call("DELETE", "/api/k8s/jobs/train", headers=k8s)
+            # refusals, each under its status
+            await call("POST", blocks, 409, json=block, headers=OPERATOR)  # one-per-cluster
+            await call("PUT", "/api/vm/capacity", 422, headers=vm,
+                       json={"max_gpus": 3, "max_price_per_gpu_hour": 2})  # off-grid
+            await call("PUT", "/api/k8s/bid", 409, headers=k8s,
+                       json={"limit_price_per_gpu_hour": 0.5})  # bid-too-low
+            await call("GET", "/api/k8s/jobs/nope", 404, headers=k8s)
+            await call("GET", "/api/vm/capacity", 401)
+            await call("GET", "/api/k8s/bid", 403, headers=vm)
+            await call("GET", "/api/admin/accounts/docs-acct", 403, headers=vm)
+            await call("GET", "/api/market/stats", 422)
+            await call("GET", "/api/market/stats", 404, params={"island": "nowhere"})
+            document = await ok(http.get("/schema/openapi.json"))
+        return document, answers
+
+    document, answers = asyncio.run(scenario())
+    schema = schemathesis.openapi.from_dict(document)
+    called: set[tuple[str, str]] = set()
+    for answer in answers:
+        path = answer.request.url.path
+        route = next(
+            (p, m) for p, m, h in _operations(app)
+            if m == answer.request.method.lower() and _matches(p, path)
+        )
+        schema[route[0]][answer.request.method].validate_response(answer)
+        if answer.status_code < 400:
+            called.add(route)
+    assert called == {(p, m) for p, m, _ in _operations(app)}
+
+
+def _matches(template: str, path: str) -> bool:
+    parts, wanted = template.strip("/").split("/"), path.strip("/").split("/")
+    return len(parts) == len(wanted) and all(
+        p == w or p.startswith("{") for p, w in zip(parts, wanted, strict=True)
+    )
+
+
+def test_the_answer_types_are_what_the_feed_publishes() -> None:
+    """`POST /api/admin/ticks` answers with the contract's TickStats; the stats feed publishes
+    the same fields from its catalog: one set of names."""
+    from burstmarket.contract import TickStats
+    from burstmarket.feed.catalog import load_catalog
+
+    stats = next(spec for spec in load_catalog() if spec.name == "stats")
+    assert msgspec.structs.fields(TickStats)[0].name == "island"
+    assert TickStats.__struct_fields__ == ("island", "tick", "time", *stats.fields)
