@@ -121,6 +121,7 @@ def serve(
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
     pace = f"{speed:g}x real time" if speed else f"real time, a tick every {tick_seconds:g} s"
     typer.echo(f"burstmarket: dashboard {url}/  (port {port}, data dir {data_dir.resolve()})")
+    typer.echo(f"burstmarket: console {url}/console  (tenants sign in with a cluster token)")
     typer.echo(f"burstmarket: market time {pace}; simulated tenants {'on' if simulate else 'off'}")
     if simulate or speed is not None:
         from burstmarket.simulation.live import LiveOptions, start

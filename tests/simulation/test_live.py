@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -25,6 +26,11 @@ def wait_for(server: Server, check: Any, what: str) -> Any:
     raise AssertionError(f"never saw {what}:\n{server.log()[-3000:]}")
 
 
+def console_tenants(log: str) -> list[tuple[str, str, str]]:
+    """(kind, cluster, token) of each tenant the simulation offers for the console."""
+    return re.findall(r"^  (VM|Kubernetes) cluster (\S+) \(island \w+\): (\S+)$", log, re.M)
+
+
 def stats(server: Server, island: str) -> dict[str, Any] | None:
     response = server.client.get("/api/market/stats", params={"island": island})
     return response.json() if response.status_code == 200 else None
@@ -37,7 +43,8 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     # market time 300x faster than real time (10-s ticks back to back); no operator token is
     # set, so the process makes its own
     server = start_server("--simulate", "--speed", "300", operator_token=None)
-    assert "dashboard http://127.0.0.1:" in server.log()
+    assert f"dashboard {server.url}/" in server.log()
+    assert f"console {server.url}/console" in server.log()
     wait_for(
         server,
         lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},
@@ -57,6 +64,14 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     tokens = json.loads((server.data_dir / "simulation.json").read_text())["tokens"]
     kinds = {name.rsplit("-", 1)[1] for name in tokens}
     assert kinds == {"vm", "k8s"}
+    assert (server.data_dir / "simulation.json").stat().st_mode & 0o777 == 0o600
+    # the console's address and a VM and a Kubernetes tenant to sign in as, with their tokens
+    printed = wait_for(server, lambda: console_tenants(server.log()), "the console's tenants")
+    assert [kind for kind, _, _ in printed] == ["VM", "Kubernetes"]
+    for kind, name, token in printed:
+        assert tokens[name] == token
+        me = ok(server.client.get("/api/cluster", headers=bearer(token)))
+        assert (me["id"], me["kind"]) == (name, {"VM": "vm", "Kubernetes": "k8s"}[kind])
     k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
     jobs = wait_for(
         server, lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs"

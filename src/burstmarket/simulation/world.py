@@ -88,6 +88,14 @@ class World:
                 self._save_tokens(tokens)
         self._created = [(spec, tokens[spec.name]) for spec in specs]
 
+    def console_tenants(self) -> list[tuple[TenantSpec, str]]:
+        """A VM tenant and a Kubernetes tenant (the first of each) with their tokens: whom a
+        person running the demo signs in as on the console."""
+        firsts: dict[str, tuple[TenantSpec, str]] = {}
+        for spec, token in self._created:
+            firsts.setdefault(spec.kind, (spec, token))
+        return [firsts[kind] for kind in ("vm", "k8s") if kind in firsts]
+
     async def start(self, now: datetime) -> None:
         """Start every tenant (set up first)."""
         for spec, token in self._created:

@@ -9,6 +9,7 @@ import { drawSpend } from "./spendchart.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 const RANGES = { day: 24 * 3600e3, week: 7 * 24 * 3600e3, month: 30 * 24 * 3600e3 };
+const LADDER_ROWS = 12;  // rungs shown (and the one for the GPUs typed)
 const BUCKET = { "1h": 3600e3, "1d": 24 * 3600e3 };
 const SPEC_LABELS = { cpu: "CPU", gpus: "GPUs", memory: "Memory", storage: "Storage",
   network: "Network" };
@@ -372,17 +373,17 @@ function checkGrid() {
   say($(".off-grid", form), gpus !== null && gpus % g !== 0
     ? `${gpus} GPUs is not a whole number of ${g}-GPU nodes: ${Math.floor(gpus / g) * g} or `
       + `${(Math.floor(gpus / g) + 1) * g} would be.` : "");
-  costNow();
+  showLadder();
 }
 
-// "What would 4 nodes cost now": the ladder's rung for the GPUs typed.
+// "What would 4 nodes cost now": the ladder's rung for the GPUs typed, marked in the table.
 function costNow() {
   const form = $("#declare");
   const gpus = number(form, "max_gpus");
   const nodes = gpus ? Math.ceil(gpus / me.gpus_per_node) : 0;
   const rung = ladder.find((r) => r.nodes === nodes);
   $(".cost-now", form).textContent = rung
-    ? `${nodes} nodes now: ${rate(rung.price_per_gpu_hour)}, ${usd(rung.price_per_gpu_hour * rung.gpus)}`
+    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, ${usd(rung.price_per_gpu_hour * rung.gpus)}`
       + " per hour in all" + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
     : "";
   for (const tr of document.querySelectorAll("#ladder tbody tr")) {
@@ -390,14 +391,22 @@ function costNow() {
   }
 }
 
+// A time of today (the latest tick's day) as its hour, another day's with its date.
+const since = (iso) => (lastTime && iso.slice(0, 10) === lastTime.slice(0, 10)
+  ? iso.slice(11, 16) : time(iso).slice(5));
+
+// The first rungs of the price to win, and the one for the GPUs typed in the VM form.
 function showLadder() {
   const body = $("#ladder tbody");
-  if (!ladder.length) {
+  const wanted = me && me.kind === "vm" ? Math.ceil((number($("#declare"), "max_gpus") || 0)
+    / me.gpus_per_node) : 0;
+  const shown = ladder.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
+  if (!shown.length) {
     body.replaceChildren(row([el("span", "no node can be contested now")]));
   } else {
-    body.replaceChildren(...ladder.map((r) => row([
-      r.nodes, r.gpus, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
-      r.contestable_at ? `from ${time(r.contestable_at)}` : "now",
+    body.replaceChildren(...shown.map((r) => row([
+      r.nodes, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
+      r.contestable_at ? `from ${since(r.contestable_at)}` : "now",
     ], { "data-nodes": r.nodes })));
   }
   if (me && me.kind === "vm") costNow();

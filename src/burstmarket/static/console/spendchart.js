@@ -52,7 +52,8 @@ export function drawSpend(canvas, rows, buckets, widthMs) {
   });
   ctx.fillStyle = color("--muted");
   if (starts.length) {
-    const label = (t) => new Date(t).toISOString().slice(widthMs >= 864e5 ? 5 : 11, widthMs >= 864e5 ? 10 : 16);
+    const label = (t) => new Date(t).toISOString().slice(5, widthMs >= 864e5 ? 10 : 16)
+      .replace("T", " ");
     ctx.fillText(label(starts[0]), pad.left, height - 4);
     const last = label(starts[starts.length - 1]);
     ctx.fillText(last, pad.left + w - ctx.measureText(last).width, height - 4);
