@@ -220,12 +220,28 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     cost = form.locator(".cost-now").inner_text()
     assert cost.startswith(f"4 nodes now: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, "
                            f"{usd(rung['price_per_gpu_hour'] * rung['gpus'])} per hour in all")
+    assert page.locator("body").inner_text().count("UTC") == 1  # one clock, said once
     page.screenshot(path=str(tmp_path / "vm-console.png"), full_page=True)
+
+    # the reserve overtakes the ceiling: the windows keep the nodes, and the page shows the
+    # reclaim within a tick of their end, and why the GPUs now wait
+    body = {"reserve_price": 3.0}
+    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
+    settled(page, run_tick(server, island))
+    assert held.get_attribute("data-held") == "32"
+    why = held.locator(".pending-why")
+    ends = max(n["window_ends_at"] for n in capacity["nodes"])
+    while ok(server.client.get("/api/market/stats", params={"island": island}))["time"] < ends:
+        settled(page, run_tick(server, island))
+    assert ok(server.client.get("/api/vm/capacity", headers=auth))["held_gpus"] == 0
+    assert held.get_attribute("data-held") == "0"
+    assert held.locator("table.nodes tbody tr").count() == 0
+    assert why.inner_text().startswith("32 GPUs pending. Bid too low")
 
     # a phone's width: every card one under another, nothing runs off the side
     phone = open_page(PHONE)
     sign_in(phone, server, auth)
-    phone.locator("#held table.nodes tbody tr").first.wait_for(timeout=WAIT_MS)
+    phone.locator("#held .pending-why").wait_for(timeout=WAIT_MS)
     no_sideways_scroll(phone)
     phone.screenshot(path=str(tmp_path / "vm-console-phone.png"), full_page=True)
 
@@ -375,6 +391,21 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
         "10,000.00 USD (held: 10,000.00 USD)")
     assert figures.locator("dd[data-figure='owed by wire']").inner_text() == (
         f"1,520.00 USD due by {utc(block['owed_by'])}")
+    # a job of pods smaller than a node, on a cluster without packing: why it waits, in words
+    new_job = second.locator("#jobs form.new-job")
+    new_job.locator("input[name=name]").fill("tiny")
+    new_job.locator("input[name=pods]").fill("2")
+    new_job.locator("input[name=gpus_per_pod]").fill("2")
+    new_job.locator("button[type=submit]").click()
+    tiny = second.locator("#jobs .job[data-job='tiny']")
+    tiny.wait_for(timeout=WAIT_MS)
+    settled(second, run_tick(server, island))
+    reason = ok(server.client.get("/api/k8s/jobs/tiny", headers=big))["reason"]
+    assert reason == "PackingDisabled"
+    assert tiny.locator(".why").inner_text() == (
+        "Waiting: jobs smaller than a node need packing onto the block, which is not enabled "
+        "for this cluster.")
+    assert "2 pods × 2 GPUs" in tiny.inner_text()
     # now every reservable node is taken: the first tenant's folded card, opened, says so
     settled(page, run_tick(server, island))
     page.locator("#buy .fold-line").click()
@@ -384,7 +415,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
 
     # one tenant's console shows nothing of another's
     shown = {"con-small-k": page.inner_text("body"), "con-big-k": second.inner_text("body")}
-    own = {"con-small-k": [live["id"], "train", "con-small"], "con-big-k": [block["id"], "con-big"]}
+    own = {"con-small-k": [live["id"], "train", "con-small"],
+           "con-big-k": [block["id"], "tiny", "con-big"]}
     for cluster, text in shown.items():
         for owner, marks in own.items():
             for mark in marks:

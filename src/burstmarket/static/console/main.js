@@ -348,8 +348,9 @@ async function showCapacity() {
     + `${cap.max_gpus} declared at most ${rate(cap.max_price_per_gpu_hour)}`
     + (cap.rate === null ? "." : `; paying ${rate(cap.rate)} now.`);
   box.dataset.held = String(cap.held_gpus);
-  say($(".pending-why", box), cap.pending_gpus ? `${cap.pending_gpus} GPUs pending: `
-    + pendingWhy(cap.bid_too_low, cap.pending_reason) : "");
+  const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
+  say($(".pending-why", box), pending || cap.bid_too_low
+    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason) : "");
   $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
     n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
   ])));
@@ -357,12 +358,12 @@ async function showCapacity() {
 
 function pendingWhy(bidTooLow, reason) {
   if (bidTooLow) {
-    return "bid too low: the ceiling is under the island's reserve price, so it cannot win "
-      + "capacity until it is raised.";
+    return "Bid too low: the ceiling is under the island's reserve price, so nothing more can "
+      + "be won and held nodes go back as their windows end.";
   }
-  if (reason && REASONS[reason]) return `held back by ${REASONS[reason]}.`;
-  return "not won at the last tick's prices, or declared since: the next tick decides. The "
-    + "price to win is beside.";
+  if (reason && REASONS[reason]) return `Held back by ${REASONS[reason]}.`;
+  return "Not won at the last tick's prices, or declared since: the next tick decides (the "
+    + "price to win is beside).";
 }
 
 // The grid flagged as it is typed; Declare still sends it, and the server's refusal says why.
