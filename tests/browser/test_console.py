@@ -53,6 +53,11 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
     assert not errors, errors
 
 
+def island_of_8_gpu_nodes(server: Server, island: str, nodes: int) -> None:
+    body = {"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0, "node_spec": NODE_SPEC}
+    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
+
+
 def token_of(auth: dict[str, str]) -> str:
     return auth["Authorization"].removeprefix("Bearer ")
 
@@ -126,8 +131,7 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
 ) -> None:
     server = shared_server
     island = "con-vm"
-    body = {"gpus_per_node": 8, "nodes": 8, "reserve_price": 1.0, "node_spec": NODE_SPEC}
-    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
+    island_of_8_gpu_nodes(server, island, 8)
     make_account(server, "con-vm-acct", 5000)
     auth = make_cluster(server, "con-vm-acct", island, "vm", "con-vm-one")
     run_tick(server, island)
@@ -248,8 +252,7 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
 
 def offers_island(server: Server, island: str) -> None:
     """16 nodes, 6 reservable: 4 of them held by another account's block, so 2 are free."""
-    body = {"gpus_per_node": 8, "nodes": 16, "reserve_price": 1.0, "node_spec": NODE_SPEC}
-    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
+    island_of_8_gpu_nodes(server, island, 16)
     post_offers(server, island, [
         (8, 24, 2.0), (8, 720, 2.0), (16, 24, None), (24, 24, 2.0), (32, 24, 2.0),
         (64, 24, 2.0)], reservable_nodes=6)
