@@ -262,3 +262,40 @@ def test_a_step_down_with_no_price_bills_the_lowest_clearing_rate_until_its_wind
         stats = tick(server, island="lock")
         assert (stats["min"], stats["max"]) == (1.0, 2.5)
         assert billed(stats) == 2_500_000 * interval_at
+
+
+def test_a_step_down_whose_declared_price_can_never_clear_locks_the_lowest_clearing_rate(
+    shared_server: Server,
+) -> None:
+    """The cluster declared 1.2, then the operator raised the reserve to 2.0: a price too low to
+    ever clear. At the end of the term the block's node is locked at the lowest rate the market
+    clears at in that tick (two VM bids of 5 and 4 for one node: 4), never at the declared
+    1.2 nor at the reserve, and bills that lock."""
+    server = shared_server
+    make_island(server, "under", nodes=2, reserve=1.0)
+    _cap(server, "under", 1)
+    make_account(server, "under-acct", balance=10_000)
+    k = make_cluster(server, "under-acct", "under", "k8s", "under-k")
+    a = make_cluster(server, "under-acct", "under", "vm", "under-a")
+    b = make_cluster(server, "under-acct", "under", "vm", "under-b")
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 1.2}, headers=k))
+    ok(_block(server, "under-k", 1, 2.0, 2), 201)
+    ok(server.client.post("/api/k8s/jobs", json={"name": "steady", "nodes": 1}, headers=k), 201)
+    ok(declare(server, a, 8, 5))
+    ok(declare(server, b, 8, 4))
+    tick(server, island="under")
+    body = {"reserve_price": 2.0}
+    ok(server.client.put("/api/admin/islands/under", json=body, headers=server.operator()))
+    tick(server, count=22, island="under")  # the term's last step; the VM window lapsed
+    stats = tick(server, island="under")  # the end of the term
+    (node,) = ok(server.client.get("/api/k8s/jobs/steady", headers=k))["node_ids"]
+    stepped = _nodes(server, "under")[node]
+    assert (stepped["state"], stepped["cluster"], stepped["locked_price"]) == (
+        "held", "under-k", 4.0)
+    assert (stats["min"], stats["max"], stats["reserve_price"]) == (4.0, 4.0, 2.0)
+    start = datetime.fromisoformat(stats["time"])
+    params = {"granularity": "5m", "start": start.isoformat(),
+              "end": (start + timedelta(minutes=5)).isoformat()}
+    rows = ok(server.client.get("/api/billing", params=params, headers=k))
+    market = sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
+    assert market == 4_000_000 * 8 * 300_000  # the lock x 8 GPUs x the tick's 5 minutes

@@ -92,6 +92,10 @@ def test_the_offer_grid_reads_each_cells_state_from_the_islands_blocks_now(
     ok(server.client.put("/api/admin/islands/grid", json=body, headers=server.operator()))
     cells_now = ok(server.client.get("/api/base-load/offers", headers=rich))["cells"]
     assert next(c for c in cells_now if c["size_gpus"] == 8)["state"] == "sold-out"
+    # and cannot be bought under the reserve
+    since = len(server.refused_lines())
+    body = refused(server, buy(server, rich, 8, 24), 409, "sold-out", since)
+    assert (body["rate_per_gpu_hour"], body["reserve_price"]) == (2.0, 2.2)
 
 
 def test_the_grid_is_refused_for_cells_off_whole_nodes_under_the_reserve_or_twice(

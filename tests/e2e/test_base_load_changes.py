@@ -87,7 +87,8 @@ def test_a_rate_change_ends_the_block_at_the_instant_and_bills_exactly_on_both_s
 
     # to the end of the term: the two blocks together bill the old rate to the instant and the
     # new one after it, to the unit
-    tick(server, count=360, island="chg")
+    for _ in range(6):  # an hour of ticks, a request per ten minutes (each well in its timeout)
+        tick(server, count=60, island="chg")
     read = base_load(server, k)
     assert read["live"] is None
     rows = ok(server.client.get("/api/billing", params={"granularity": "5m"}, headers=k))
