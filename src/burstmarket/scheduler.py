@@ -1,8 +1,10 @@
 """The real clock's tick loop: one APScheduler job, every island once per interval.
 
 The job never overlaps itself (max_instances=1); a run that could not start on time is
-coalesced into the next one and the lateness is logged, so a tick is never skipped silently.
-The tick itself runs in a worker thread; listeners are called back here, on the event loop.
+coalesced into the next one and the lateness is logged and counted, so a tick is never skipped
+silently. The tick itself runs in a worker thread; listeners are called back here, on the event
+loop. The loop also knows when each island last ticked on the wall clock: `overdue` is what
+`/readyz` asks (api/health.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEve
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from burstmarket import metrics
 from burstmarket.market.service import Market
 from burstmarket.store import store_fault
 
@@ -28,6 +31,9 @@ class TickScheduler:
         self.interval = interval_seconds
         self._scheduler: Any = None
         self._last_start: float | None = None
+        self._ticked: dict[str, float] = {}
+        """Island -> when (monotonic) it last committed a tick, or the loop started or first
+        met it."""
 
     def start(self) -> None:
         scheduler = AsyncIOScheduler(timezone="UTC")
@@ -40,6 +46,9 @@ class TickScheduler:
             misfire_grace_time=None,
         )
         scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        now = time.monotonic()
+        self._ticked = dict.fromkeys(self.market.island_ids(), now)
+        self._last_start = now  # the first run is due one interval from here
         scheduler.start()
         self._scheduler = scheduler
 
@@ -47,6 +56,12 @@ class TickScheduler:
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
             self._scheduler = None
+
+    def overdue(self, limit: float) -> dict[str, float]:
+        """Every island whose last tick is more than `limit` wall-clock seconds old, with that
+        age (an island that has not ticked since the start counts from the start)."""
+        now = time.monotonic()
+        return {island: now - at for island, at in self._ticked.items() if now - at > limit}
 
     def _on_missed(self, event: JobEvent) -> None:
         log.warning(
@@ -57,14 +72,13 @@ class TickScheduler:
 
     async def _run(self) -> None:
         started = time.monotonic()
-        if self._last_start is not None:
-            gap = started - self._last_start
-            if gap > 1.5 * self.interval:
-                log.warning(
-                    "tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval
-                )
+        gap = started - (self._last_start or started)
+        if gap > 1.5 * self.interval:
+            metrics.TICKS_LATE.inc()
+            log.warning("tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval)
         self._last_start = started
         for island in await anyio.to_thread.run_sync(self.market.island_ids):
+            self._ticked.setdefault(island, started)  # a new island is judged from here
             try:
                 event = await anyio.to_thread.run_sync(self.market.tick, island)
             except Exception as exc:
@@ -74,4 +88,5 @@ class TickScheduler:
                 else:  # a full disk: one line, and the next interval tries again
                     log.warning("tick of island %s not committed: %s", island, fault.detail)
                 continue
+            self._ticked[island] = time.monotonic()
             self.market.publish(event)

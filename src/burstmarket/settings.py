@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 ClockMode = Literal["real", "manual"]
+LogFormat = Literal["text", "json"]
 
 OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
 CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
@@ -41,6 +42,12 @@ class Settings:
     """Requests a cluster token may make at once above `rate_per_second` (`--rate-burst`)."""
     max_body_bytes: int = 1_048_576
     """Largest request body accepted; a larger one is refused `too-large` (413)."""
+    log_format: LogFormat = "text"
+    """`text`: `TIME LEVEL LOGGER: MESSAGE` lines; `json`: one JSON object a line
+    (`--log-format`, logsafe.py)."""
+    cors_origins: tuple[str, ...] = ("*",)
+    """Web origins whose pages may read the public market data (`--cors-origin`, repeatable;
+    `*` any; none: no CORS). The tenant and operator endpoints are never opened to them."""
 
     @property
     def database_path(self) -> Path:

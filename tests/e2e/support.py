@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Server
 
@@ -67,3 +68,22 @@ def submit_job(server: Server, auth: dict[str, str], name: str, nodes: int) -> A
 
 def read_job(server: Server, auth: dict[str, str], name: str) -> Any:
     return ok(server.client.get(f"/api/k8s/jobs/{name}", headers=auth))
+
+
+class Scrape:
+    """One scrape of `GET /metrics`, parsed by the client library's own parser."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        answer = client.get("/metrics")
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith("text/plain; version=")
+        self.samples = {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(answer.text)
+            for sample in family.samples
+        }
+
+    def value(self, name: str, **labels: str) -> float:
+        """A sample's value; 0 for a labelled series not seen yet (a counter before its first
+        count)."""
+        return self.samples.get((name, frozenset(labels.items())), 0.0)

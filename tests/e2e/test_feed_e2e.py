@@ -18,7 +18,15 @@ import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from tests.conftest import Server, StartServer
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    Scrape,
+    declare,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    tick,
+)
 from tests.feed.support import RawClient
 
 STATS_KEYS = ("island", "tick", "time")
@@ -230,6 +238,7 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
                 opcode, payload = slow.frame()
             assert opcode == 0x8
             assert (int.from_bytes(payload[:2], "big"), payload[2:]) == (4008, b"slow-consumer")
+            assert Scrape(server.client).value("burstmarket_feed_slow_consumer_closes_total") == 1
             for channel in channels:
                 ticks = [m["tick"] for m in messages if m.get("channel") == channel]
                 assert ticks == list(range(1, len(ticks) + 1))

@@ -38,6 +38,8 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     # set, so the process makes its own
     server = start_server("--simulate", "--speed", "300", operator_token=None)
     assert "dashboard http://127.0.0.1:" in server.log()
+    assert "market time 300x real time: the manual clock, which the simulation ticks" in (
+        server.log())
     wait_for(
         server,
         lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},

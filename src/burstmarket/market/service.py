@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from time import perf_counter
 from typing import Any
 
 from burstmarket.clearing_json import render_published_ladder, render_stats
@@ -292,6 +293,7 @@ class Market:
            asked for while it cleared (`_late_scale_downs`), and update the figures declarations
            read (last tick, rates, balances, the hot copy) before the writer runs anything else.
         """
+        started = perf_counter()
         reader = self.db.cursor()
         try:
             with self.lock, self.db.held():
@@ -305,7 +307,9 @@ class Market:
             try:
                 inp = self._tick_input(reader, island_id, number, at, billed)
                 reader.execute("COMMIT")
+                read = perf_counter()
                 out = run_tick(inp)
+                cleared = perf_counter()
                 final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
                 """Every node of the island as the tick leaves it."""
                 with self.db.held():
@@ -322,7 +326,9 @@ class Market:
                 self.lock.end_tick()  # a failed tick commits nothing and lets waiters go
         finally:
             reader.close()
-        return _committed(inp, out)
+        done = perf_counter()
+        return _committed(inp, out, {"read": read - started, "clear": cleared - read,
+                                     "commit": done - cleared})
 
     def _late_scale_downs(self, inp: TickInput, out: TickOutput, final: dict[str, Node]) -> None:
         """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
@@ -498,7 +504,7 @@ class Market:
         write_batch(cur, "update_blocks", s.BLOCKS, [_block_row(b) for b in out.blocks])
 
 
-def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
+def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
     island, tick, time = inp.island.id, inp.tick, rfc3339(inp.time)
     stats = out.clearing.stats
     reserve = usd(inp.island.reserve_price)
@@ -521,6 +527,7 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "reserve_price": reserve,
             "rungs": render_published_ladder(out.ladder),
         },
+        durations=durations,
     )
 
 
