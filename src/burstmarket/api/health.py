@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import Parameter
+from litestar.params import HeaderParameter
 
 from burstmarket import __version__, metrics
 from burstmarket.scheduler import TickScheduler
@@ -27,6 +27,7 @@ STORE_SECONDS = 5.0
 """How long the store may take to answer the readiness check's query."""
 
 Check = dict[str, Any]
+AcceptHeader = Annotated[str, HeaderParameter(name="accept")]
 
 
 def routes(
@@ -54,7 +55,7 @@ def routes(
         return {"version": __version__, "schema_version": schema}
 
     @get("/metrics", include_in_schema=False)
-    async def scrape(accept: Annotated[str, Parameter(header="accept")] = "") -> Response[bytes]:
+    async def scrape(accept: AcceptHeader = "") -> Response[bytes]:
         """Every metric (metrics.py), in the text format the scraper accepts."""
         body, content_type = metrics.exposition(accept)
         return Response(body, media_type=content_type)
