@@ -25,8 +25,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from burstmarket.auction import Clearing, IslandInput  # noqa: E402
 from burstmarket.auction import clear as engine_clear  # noqa: E402
 from burstmarket.clock import NS_PER_HOUR, ManualClock  # noqa: E402
+from burstmarket.market.market import Market  # noqa: E402
 from burstmarket.market.model import Island  # noqa: E402
-from burstmarket.market.service import Market  # noqa: E402
+from burstmarket.market.state import create_island  # noqa: E402
 from burstmarket.market.tick import clearing as tick_clearing  # noqa: E402
 from burstmarket.settings import Settings  # noqa: E402
 from burstmarket.store import Database  # noqa: E402
@@ -46,9 +47,8 @@ def build(data_dir: Path) -> Market:
     settings = Settings(clock="manual", data_dir=data_dir, tick_seconds=3600)
     db = Database(settings.database_path)
     clock = ManualClock(1_800_000_000 * 1_000_000_000)
-    market = Market(db, clock, settings)
-    market.create_island(Island("big", G, NODES, 1_000_000, None))
     with db.write() as cur:
+        create_island(cur, Island("big", G, NODES, 1_000_000, None), clock.now_ns())
         cur.execute("INSERT INTO accounts VALUES ('bench', 0)")
         cur.execute(
             "INSERT INTO ledger (ts, account, kind, gpus, gpu_ms, units) "
@@ -65,8 +65,7 @@ def build(data_dir: Path) -> Market:
             """,
             {"gpus": NODES_EACH * G, "nodes": NODES_EACH, "clusters": CLUSTERS},
         )
-    market.balances["bench"] = 10**30
-    return market
+    return Market(db, clock, settings)  # reads the balance deposited above
 
 
 def main(ticks: int) -> None:

@@ -43,3 +43,70 @@ def test_imports_point_from_the_api_to_the_market_never_back() -> None:
         assert "burstmarket.api" not in path.read_text(), path
     contract = PACKAGE / "contract.py"
     assert imported_roots(contract) <= {"__future__", "datetime", "decimal", "typing", "msgspec"}
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its __init__)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported_modules(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The package's modules `name` imports, wherever the import stands (inside a function or
+    under TYPE_CHECKING too), and the __init__ of every other package they are in (importing a
+    module runs its package's __init__ first)."""
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{name}: relative import"
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                targets.add(submodule if submodule in known else node.module)
+    found: set[str] = set()
+    for target in targets:
+        parts = target.split(".")
+        for end in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:end])
+            # its own packages are already being imported when it runs: no edge back to them
+            if prefix in known and not name.startswith(prefix + ".") and prefix != name:
+                found.add(prefix)
+    return found
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    known = modules()
+    graph = {name: imported_modules(name, path, known) for name, path in known.items()}
+    assert len(graph) > 50
+    assert graph["burstmarket.market.market"]
+    state: dict[str, str] = {}  # module -> "open" while on the path, "done" once cleared
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for imported in sorted(graph[module]):
+            if state.get(imported) == "open":
+                cycle = [*path[path.index(imported) :], imported]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if imported not in state:
+                visit(imported, [*path, imported])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_only_the_store_reaches_duckdb() -> None:
+    """DuckDB is imported by store/ alone, and nothing else runs a statement on a cursor."""
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "store":
+            continue
+        assert "duckdb" not in imported_roots(path), path
+        for node in ast.walk(ast.parse(path.read_text())):
+            call = node.func if isinstance(node, ast.Call) else None
+            if isinstance(call, ast.Attribute) and call.attr in {"execute", "register", "sql"}:
+                raise AssertionError(f"{path}:{node.lineno} runs a statement itself")

@@ -21,8 +21,7 @@ from burstmarket.history.layout import (
     part_name,
     parts_between,
 )
-from burstmarket.history.store import StoreReader
-from burstmarket.store import Database
+from burstmarket.store import Database, Reader
 
 
 def islands(history: Path) -> list[str]:
@@ -45,7 +44,7 @@ def export(
     # a DuckDB without a file: the export reads and writes only Parquet
     db = Database(":memory:")
     try:
-        reader = StoreReader(db)
+        reader = Reader(db)
         for island in only or islands(history):
             for table in TABLES:
                 months: dict[datetime, list[str]] = {}

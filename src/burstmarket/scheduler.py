@@ -9,6 +9,7 @@ loop. The loop also knows when each island last ticked on the wall clock: `overd
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -19,7 +20,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from burstmarket import metrics
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ class TickScheduler:
         self.interval = interval_seconds
         self._scheduler: Any = None
         self._last_start: float | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._ticked: dict[str, float] = {}
         """Island -> when (monotonic) it last committed a tick, or the loop started or first
         met it."""
@@ -52,10 +55,17 @@ class TickScheduler:
         scheduler.start()
         self._scheduler = scheduler
 
-    def stop(self) -> None:
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
+    async def stop(self) -> None:
+        """No run starts any more, and the one under way ends (each of its ticks commits whole
+        or not at all) before the store closes: shutting the scheduler down would cancel it
+        midway, its tick still running in its thread."""
+        if self._scheduler is None:
+            return
+        self._scheduler.pause()
+        await asyncio.sleep(0)  # a run the scheduler has just begun is under way now
+        await self._idle.wait()
+        self._scheduler.shutdown(wait=False)
+        self._scheduler = None
 
     def overdue(self, limit: float) -> dict[str, float]:
         """Every island whose last tick is more than `limit` wall-clock seconds old, with that
@@ -71,6 +81,13 @@ class TickScheduler:
         )
 
     async def _run(self) -> None:
+        self._idle.clear()
+        try:
+            await self._tick_every_island()
+        finally:
+            self._idle.set()
+
+    async def _tick_every_island(self) -> None:
         started = time.monotonic()
         gap = started - (self._last_start or started)
         if gap > 1.5 * self.interval:

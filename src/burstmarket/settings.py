@@ -5,6 +5,7 @@ Nothing else in the package reads `os.environ`: the CLI builds a Settings and ha
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,36 @@ LogFormat = Literal["text", "json"]
 
 OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
 CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
+
+
+@dataclass(frozen=True, slots=True)
+class IslandSpec:
+    """An island as configured (the operator's `PUT /api/admin/islands/{id}` makes others)."""
+
+    id: str
+    gpus_per_node: int
+    nodes: int
+    reserve_price: int
+    """µUSD per GPU-hour."""
+    node_spec: str | None
+    """What one node is, as JSON (shown to tenants as it is)."""
+
+
+REFERENCE_ISLAND = IslandSpec(
+    id="ref",
+    gpus_per_node=8,
+    nodes=64,
+    reserve_price=1_000_000,
+    node_spec=json.dumps(
+        {
+            "cpu": "240 vCPUs, AMD EPYC (Turin)",
+            "gpus": "8x AMD MI355X 288 GB OAM",
+            "memory": "3 TB RAM",
+            "storage": "8x 3.84 TB NVMe",
+            "network": "3200 Gbps scale-out, fully interconnected, on-site scalable NFS",
+        }
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +73,16 @@ class Settings:
     """Requests a cluster token may make at once above `rate_per_second` (`--rate-burst`)."""
     max_body_bytes: int = 1_048_576
     """Largest request body accepted; a larger one is refused `too-large` (413)."""
+    first_island: IslandSpec | None = REFERENCE_ISLAND
+    """The island a new store starts with (a store that has islands keeps its own); None: a
+    new store starts with none."""
     log_format: LogFormat = "text"
     """`text`: `TIME LEVEL LOGGER: MESSAGE` lines; `json`: one JSON object a line
     (`--log-format`, logsafe.py)."""
     cors_origins: tuple[str, ...] = ("*",)
-    """Web origins whose pages may read the public market data (`--cors-origin`, repeatable;
-    `*` any; none: no CORS). The tenant and operator endpoints are never opened to them."""
+    """Web origins whose pages may read the public market data (`--cors-origins`,
+    comma-separated; `*` any; none: no CORS). The tenant and operator endpoints are never
+    opened to them."""
 
     @property
     def database_path(self) -> Path:

@@ -272,3 +272,17 @@ def test_a_read_only_data_dir_exits_with_one_line(tmp_path: Path) -> None:
     assert str(data.resolve()) in errors[0]
     assert "read-only" in errors[0].lower() or "permission" in errors[0].lower(), errors[0]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_store_whose_tables_drifted_exits_with_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "drifted"
+    db = Database(data / "market.duckdb")
+    with db.write() as cur:  # a column no migration made
+        cur.execute("ALTER TABLE ticks ADD COLUMN extra INTEGER")
+    db.close()
+    result = _serve(data)
+    assert result.returncode != 0
+    errors = result.stderr.strip().splitlines()
+    assert len(errors) == 1, result.stderr
+    assert "ticks.extra is not defined" in errors[0]
+    assert "Traceback" not in result.stdout + result.stderr

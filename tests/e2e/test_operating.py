@@ -336,6 +336,6 @@ def test_a_stalled_tick_makes_readyz_fail_until_ticks_commit_again(tmp_path: Pat
         eventually(lambda: server.readiness(200), "the service ready again")
     finally:
         server.stop()
-    log = "\n".join(server.lines)
+    log = "\n".join(line for line in server.lines if "burstmarket.access" not in line)
     assert "tick of island ref not committed: the store cannot write now" in log
-    assert "Traceback" not in log
+    assert "Traceback" not in log, log

@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -29,8 +29,8 @@ from burstmarket.api.errors import HANDLERS
 from burstmarket.events import TickCommitted
 from burstmarket.feed import Feed, FeedOptions, build_feed
 from burstmarket.feed.wire import FeedWebSocketProtocol
+from burstmarket.store import Database
 
-SCHEMA = Path(__file__).with_name("schema.sql")
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
 TICK = timedelta(seconds=10)
 SIX = Decimal("0.000001")
@@ -50,19 +50,14 @@ class Settings:
     tick_seconds: float = TICK.total_seconds()
 
 
-@dataclass
-class MarketDB:
-    """The market-data tables in a real DuckDB file, written the way a tick writes them."""
+class MarketDB(Database):
+    """The service's store in a real DuckDB file (every migration), its market-data tables
+    written the way a tick writes them, by the tests alone."""
 
-    path: Path
-    con: duckdb.DuckDBPyConnection = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.con = duckdb.connect(str(self.path))
-        self.con.execute(SCHEMA.read_text())
-
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        return self.con.cursor()
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The store's connection, for the tests' own statements (nothing else writes)."""
+        return self._con
 
     def commit(
         self,
@@ -102,14 +97,15 @@ class MarketDB:
             for node in range(held // gpus_per_node):
                 cur.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?)",
                             [island, tick, when, name, f"{name}-n{node}", "market"])
-        rungs_table = pa.table({  # noqa: F841 - read by DuckDB's replacement scan below
+        cur.register("rungs_table", pa.table({
             "nodes": pa.array(range(1, len(prices) + 1), pa.int32()),
             "price": pa.array(prices, pa.decimal128(18, 6)),
-        })
+        }))
         cur.execute(
             "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
             [island, tick, when, gpus_per_node],
         )
+        cur.unregister("rungs_table")
         cur.execute("COMMIT")
         cur.close()
         stats = {

@@ -14,9 +14,9 @@ import pytest
 from burstmarket.clock import NS_PER_MS, NS_PER_S, ManualClock
 from burstmarket.contract import CapacityView
 from burstmarket.market.ledger import Billed
+from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.settings import Settings

@@ -17,10 +17,10 @@ import pytest
 
 from burstmarket.clock import NS_PER_S, ManualClock
 from burstmarket.contract import CapacityView
-from burstmarket.market import service
+from burstmarket.market import runner
 from burstmarket.market.hot import Hot
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.settings import Settings
@@ -54,7 +54,7 @@ class Harness:
     tenant: Tenant
     pool: ThreadPoolExecutor
     monkeypatch: pytest.MonkeyPatch
-    run_tick = staticmethod(service.run_tick)
+    run_tick = staticmethod(runner.run_tick)
 
     def declare(self, max_gpus: int) -> CapacityView:
         return asyncio.run(self.tenant.declare_vm("a", max_gpus, 3 * USD, []))
@@ -72,7 +72,7 @@ class Harness:
             assert release.wait(60)
             return out
 
-        self.monkeypatch.setattr(service, "run_tick", held)
+        self.monkeypatch.setattr(runner, "run_tick", held)
         self.market.clock.advance(TICK_NS)  # type: ignore[attr-defined]
         result = self.pool.submit(self.market.tick, "lt")
         assert cleared.wait(60)
@@ -87,7 +87,8 @@ class Harness:
 
     def hot_copy_is_true(self) -> bool:
         """The declarations' in-memory copy of the island equals a fresh read of the store."""
-        hot, fresh = self.market.hot, Hot(self.market)
+        market = self.market
+        hot, fresh = market.hot, Hot(market.db, market.figures, market.lock)
         cur = self.market.db.cursor()
         try:
             fresh.island(cur, "lt")
@@ -147,7 +148,7 @@ def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(
         "SELECT -sum(units) FROM ledger WHERE account = 'acct' "
         "AND kind IN ('deposit', 'charge', 'refund', 'hold', 'base_load')"
     )[0]
-    assert harness.market.balances["acct"] == balance
+    assert harness.market.figures.balance("acct") == balance
 
     # the next declaration and tick see the cut holding
     assert harness.declare(GPUS).held_gpus == GPUS

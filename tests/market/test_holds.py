@@ -207,3 +207,12 @@ def test_a_step_down_with_no_price_is_locked_at_the_lowest_rate_the_tick_clears(
     (since_end,) = [e for e in out.ledger if e.kind == "charge" and e.node == stepped.id]
     assert (since_end.period_start, since_end.period_end) == (b.ends_at, late)
     assert since_end.rate == 3 * USD
+
+
+def test_a_gang_grant_commits_the_worst_case_of_all_its_nodes_with_their_gpus() -> None:
+    island = nodes(4)
+    c = k8s("kg", limit=2 * USD)
+    out = run([c], island, T0, jobs=[job("kg", "train", 3)])
+    commitment = next(e for e in out.ledger if e.kind == "commitment")
+    assert commitment.gpus == 3 * G
+    assert commitment.units == 2 * USD * 3 * G * (2 * NS_PER_HOUR // NS_PER_MS)

@@ -27,8 +27,8 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_d
 from burstmarket.errors import NotFound
 from burstmarket.feed import build_feed
 from burstmarket.history import dictionary
+from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
-from burstmarket.market.service import Market
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
@@ -120,7 +120,7 @@ def create_app(settings: Settings) -> Litestar:
             yield
         finally:
             if scheduler is not None:
-                scheduler.stop()
+                await scheduler.stop()
             await feed.stop()
             db.close()
 

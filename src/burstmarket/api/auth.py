@@ -18,7 +18,7 @@ from litestar.handlers import BaseRouteHandler
 
 from burstmarket.api.ratelimit import RateLimits
 from burstmarket.errors import Forbidden, Unauthorized
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
 
 Connection = ASGIConnection[Any, Any, Any, Any]
 

@@ -1,4 +1,5 @@
-"""The feed's reads: a feed's rows for a range of ticks, and how far back a replay may reach."""
+"""The feed's reads: a feed's rows for a range of ticks, and how far back a replay may reach
+(on the store's one read path, store/reader.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from datetime import datetime, timedelta
 
 from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.messages import Row, display
-from burstmarket.history.store import StoreReader
+from burstmarket.store import Reader
 
 
-class FeedReader(StoreReader):
+class FeedReader(Reader):
     def rows(self, spec: FeedSpec, island: str, from_tick: int, to_tick: int) -> list[Row]:
         """The feed's rows for ticks from_tick..to_tick of one island, in tick order."""
         params = {"island": island, "from_tick": from_tick, "to_tick": to_tick}

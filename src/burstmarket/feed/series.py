@@ -23,8 +23,7 @@ from burstmarket.contract import Candle
 from burstmarket.errors import Invalid
 from burstmarket.feed.messages import display, rfc3339
 from burstmarket.history.layout import floor_time, parts_between
-from burstmarket.history.store import StoreReader
-from burstmarket.sqlfiles import sql
+from burstmarket.store import Reader
 
 Interval = Literal["1m", "5m", "1h", "1d"]
 Format = Literal["json", "csv", "arrow"]
@@ -86,7 +85,7 @@ class SeriesQuery:
         return cls(island, width, first, last, limit, fmt, floor_time(latest, width))
 
 
-def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds: float) -> Any:
+def candles(store: Reader, history: Path, query: SeriesQuery, tick_seconds: float) -> pa.Table:
     """The candles as an Arrow table (blocking: run it in a worker thread). `tick_seconds`, the
     configured interval, counts the ticks of history parts written before ticks recorded theirs."""
     files = [str(part.path) for part in
@@ -100,7 +99,7 @@ def candles(store: StoreReader, history: Path, query: SeriesQuery, tick_seconds:
     }
     if files:
         params["history_files"] = files
-    table = store.arrow(sql("series_candles").replace("{history_ticks}", source), params)
+    table = store.arrow("series_candles", params, parts={"history_ticks": source})
     # The bucket start is naive UTC in SQL (bucketing never depends on the session time zone).
     return table.set_column(0, "start", table.column("start").cast(pa.timestamp("us", tz="UTC")))
 

@@ -40,7 +40,7 @@ from burstmarket.history.layout import (
     part_name,
     parts,
 )
-from burstmarket.history.store import Database, StoreReader
+from burstmarket.store import Database, Reader
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def exchange(a: Path, b: Path) -> None:
 
 class HistoryExporter:
     def __init__(self, db: Database, root: Path) -> None:
-        self._store = StoreReader(db)
+        self._store = Reader(db)
         self.root = root
         # Beside the history tree, never under it: `history/**/*.parquet` must not see it.
         self._work = root.with_name(root.name + ".work")

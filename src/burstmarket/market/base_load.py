@@ -14,8 +14,10 @@ from burstmarket.clock import NS_PER_HOUR, maybe_datetime, rfc3339, to_datetime
 from burstmarket.contract import BlockState, BlockView
 from burstmarket.errors import Invalid, OnePerCluster
 from burstmarket.market.ledger import amount
+from burstmarket.market.market import Market
 from burstmarket.market.model import LIVE, Block
-from burstmarket.market.service import Market
+from burstmarket.market.state import read_cluster, read_island
+from burstmarket.market.tables import BLOCKS
 from burstmarket.money import units_to_usd, usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -24,7 +26,10 @@ MAX_TERM_HOURS = 3 * 365 * 24
 
 class BaseLoadDesk:
     def __init__(self, market: Market) -> None:
-        self.m = market
+        """The parts of `market` it uses (it keeps no reference to it)."""
+        self._db = market.db
+        self._clock = market.clock
+        self._lock = market.lock
 
     def create(self, cluster_id: str, nodes: int, rate: int, term_hours: int) -> BlockView:
         if not 1 <= nodes <= 100_000:
@@ -35,8 +40,8 @@ class BaseLoadDesk:
                 f"must be whole hours between 1 and {MAX_TERM_HOURS}",
                 term_hours=term_hours,
             )
-        with self.m.lock, self.m.db.write() as cur:
-            c = self.m.cluster(cur, cluster_id)
+        with self._lock, self._db.write() as cur:
+            c = read_cluster(cur, cluster_id)
             if c.kind != "k8s":
                 raise Invalid(
                     "cluster",
@@ -52,7 +57,7 @@ class BaseLoadDesk:
                     cluster=c.id,
                     block=live[0].id,
                 )
-            island = self.m.island(cur, c.island)
+            island = read_island(cur, c.island)
             row = fetch_one(cur, "island_reserved", island=island.id)
             reserved = int(row["nodes"]) if row else 0
             if reserved + nodes > island.base_load_cap:
@@ -65,7 +70,7 @@ class BaseLoadDesk:
                     base_load_cap=island.base_load_cap,
                     reserved=reserved,
                 )
-            now = self.m.now()
+            now = self._clock.now_ns()
             block_id = f"{c.id}-bl{len(self._blocks(cur, c.id)) + 1}"
             run(
                 cur,
@@ -82,16 +87,16 @@ class BaseLoadDesk:
 
     def blocks(self, cluster_id: str) -> list[BlockView]:
         """The cluster's blocks, newest first."""
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            c = self.m.cluster(cur, cluster_id)
-            g = self.m.island(cur, c.island).gpus_per_node
+            c = read_cluster(cur, cluster_id)
+            g = read_island(cur, c.island).gpus_per_node
             return [_view(b, g) for b in self._blocks(cur, c.id)]
         finally:
             cur.close()
 
     def _blocks(self, cur: Cursor, cluster_id: str) -> list[Block]:
-        return [Block.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
+        return [BLOCKS.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
 
 
 def _view(b: Block, gpus_per_node: int) -> BlockView:

@@ -15,23 +15,24 @@ tick hands over what it changed (`after_tick`), so the copy survives the ticks.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from burstmarket.errors import NotFound
+from burstmarket.market.figures import Figures
 from burstmarket.market.ledger import Entry
+from burstmarket.market.lock import MarketLock
 from burstmarket.market.model import Cluster, Island, Node
+from burstmarket.market.state import read_cluster, read_island
+from burstmarket.market.tables import CLUSTER_DEMAND, CLUSTERS, LEDGER, NODE_STATE, NODES
 from burstmarket.store import Batch, Database
-from burstmarket.store import schemas as s
-from burstmarket.store.rows import Cursor, fetch_arrow, fetch_one, write_batch
-
-if TYPE_CHECKING:
-    from burstmarket.market.service import Market
+from burstmarket.store.rows import Cursor, fetch_arrow
 
 
 class Hot:
-    def __init__(self, market: Market) -> None:
-        self.m = market
-        self.db: Database = market.db
+    def __init__(self, db: Database, figures: Figures, lock: MarketLock) -> None:
+        self.db = db
+        self._figures = figures
+        """Balances the batch's committed ledger rows are folded into."""
+        self._lock = lock
+        """Told of the demand the batch committed, for a tick in flight."""
         self.epoch = -1
         self.islands: dict[str, Island] = {}
         self.clusters: dict[str, tuple[Cluster, list[Node]]] = {}
@@ -61,12 +62,7 @@ class Hot:
         """The cluster and the nodes it holds in service (changed in place by declarations)."""
         kept = self.clusters.get(cluster_id)
         if kept is None:
-            island = self._home.get(cluster_id)
-            if island is None:
-                row = fetch_one(cur, "cluster", cluster=cluster_id)
-                if row is None:
-                    raise NotFound(f"no cluster {cluster_id!r}", cluster=cluster_id)
-                island = row["island"]
+            island = self._home.get(cluster_id) or read_cluster(cur, cluster_id).island
             self._load(cur, island)
             kept = self.clusters[cluster_id]
         return kept
@@ -79,15 +75,14 @@ class Hot:
     def _load(self, cur: Cursor, island_id: str) -> None:
         """Copy a whole island in three reads: after a tick or any other write, the first
         declaration pays for every cluster of its island, not one pair of reads per cluster."""
-        self.islands[island_id] = self.m.island(cur, island_id)
+        self.islands[island_id] = read_island(cur, island_id)
         held: dict[str, list[Node]] = {}
-        for row in fetch_arrow(cur, "island_clusters", island=island_id):
-            c = Cluster.from_row(row)
+        for c in CLUSTERS.from_arrow(fetch_arrow(cur, "island_clusters", island=island_id)):
             self.clusters[c.id] = (c, held.setdefault(c.id, []))
             self._home[c.id] = island_id
-        for row in fetch_arrow(cur, "island_nodes", island=island_id):
-            if row["cluster"] is not None and row["service"] is None:
-                held[row["cluster"]].append(Node.from_row(row))
+        for n in NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)):
+            if n.cluster is not None and n.service is None:
+                held[n.cluster].append(n)
 
     def stage_demand(self, c: Cluster) -> None:
         self._demand[c.id] = c
@@ -107,22 +102,9 @@ class Hot:
     def flush(self, cur: Cursor) -> None:
         """Write what is staged (before COMMIT, or before a read of the ledger in the batch)."""
         # ledger first, as everywhere: the money side of a change is written before the change
-        self.m.write_ledger(cur, self._ledger)
-        self.m.write_nodes(cur, list(self._nodes.values()))
-        write_batch(
-            cur,
-            "update_demand",
-            s.DEMAND,
-            [
-                {
-                    "id": c.id,
-                    "max_gpus": c.max_gpus,
-                    "max_price": c.max_price,
-                    "demand": [t._asdict() for t in c.demand],
-                }
-                for c in self._demand.values()
-            ],
-        )
+        LEDGER.insert(cur, self._ledger)
+        NODES.update(cur, list(self._nodes.values()), NODE_STATE)
+        CLUSTERS.update(cur, list(self._demand.values()), CLUSTER_DEMAND)
         self._committing += self._ledger
         self._declared += self._demand.values()
         self._ledger = []
@@ -154,9 +136,9 @@ class Hot:
     def _committed(self) -> None:
         # the batch's own commit moved the epoch; the copy already has its changes
         self.epoch = self.db.epoch
-        self.m.after_commit(self._committing)
+        self._figures.fold(self._committing)
         for c in self._declared:
-            self.m.lock.declared(c.island, c.id, c.max_gpus)
+            self._lock.declared(c.island, c.id, c.max_gpus)
         self._committing = []
         self._declared = []
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from burstmarket.clock import NS_PER_MS
-from burstmarket.market.model import Node
+from burstmarket.market.model import Cluster, Node
 
 DEPOSIT = "deposit"
 CHARGE = "charge"
@@ -137,4 +137,17 @@ def stop_billing(
             )
         )
     n.commit_price = n.commit_ends_at = n.billed_until = None
+    return entries
+
+
+def scale_down(
+    c: Cluster, gpus: int, nodes: list[Node], at: int, rate: int | None, billed: Billed | None
+) -> list[Entry]:
+    """`nodes` (of `gpus` GPUs each) go back to their island at `at`, freed here, and their
+    billing stops at once, exactly at `at` (`stop_billing`, `rate` the cluster's rate in
+    force). The ledger rows."""
+    entries: list[Entry] = []
+    for n in nodes:
+        entries += stop_billing(at, c.account, c.id, n, gpus, rate, billed)
+        n.free()
     return entries

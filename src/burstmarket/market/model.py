@@ -1,9 +1,10 @@
-"""The market's state as plain rows (read from the store as Arrow) and its fixed durations."""
+"""The market's state as plain rows (mapped to the store's tables in market/tables.py) and its
+fixed durations."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, NamedTuple, Self
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from burstmarket.clock import NS_PER_HOUR, NS_PER_S
 
@@ -84,23 +85,8 @@ def resized(demand: list[Tranche], nodes: int, since: int, seq: int) -> list[Tra
     return kept
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-class Row:
-    """A dataclass read from a store row by field name."""
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Self:
-        # a tick reads thousands of rows: the field names are looked up once per class
-        names = _FIELDS.get(cls)
-        if names is None:
-            names = _FIELDS[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-        return cls(*[row[name] for name in names])
-
-
 @dataclass(slots=True)
-class Island(Row):
+class Island:
     id: str
     gpus_per_node: int
     nodes: int
@@ -111,7 +97,7 @@ class Island(Row):
 
 
 @dataclass(slots=True)
-class Cluster(Row):
+class Cluster:
     id: str
     account: str
     island: str
@@ -133,7 +119,7 @@ class Cluster(Row):
 
 
 @dataclass(slots=True)
-class Node(Row):
+class Node:
     island: str
     id: str
     idx: int
@@ -187,7 +173,7 @@ def newest_first(nodes: list[Node]) -> list[Node]:
 
 
 @dataclass(slots=True)
-class Job(Row):
+class Job:
     cluster: str
     name: str
     nodes: int
@@ -212,7 +198,7 @@ class Job(Row):
 
 
 @dataclass(slots=True)
-class Block(Row):
+class Block:
     """A base load block: `nodes` fixed nodes for [starts_at, ends_at) at `rate` µUSD per
     GPU-hour, billed in 5-minute steps up to `billed_until`."""
 

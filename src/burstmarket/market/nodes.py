@@ -14,17 +14,18 @@ holds is simply free again (docs/market.md "Nodes out of service").
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from burstmarket.clock import maybe_datetime, rfc3339
 from burstmarket.contract import NodeState, NodeView
 from burstmarket.errors import Invalid, NotFound
 from burstmarket.market.ledger import Entry, stop_billing
-from burstmarket.market.model import CORDONED, DARK, Cluster, Island, Node
-from burstmarket.market.service import Market
+from burstmarket.market.market import Market
+from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, Node
+from burstmarket.market.state import cluster_nodes, read_cluster, read_island
+from burstmarket.market.tables import JOB_EVENTS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd
-from burstmarket.store.rows import Cursor, fetch, fetch_one, write_batch
-from burstmarket.store.schemas import JOB_EVENTS
+from burstmarket.store.rows import Cursor, fetch, fetch_one
 
 ACTIONS = {"cordon": CORDONED, "dark": DARK, "uncordon": None}
 EVENTS = {CORDONED: "NodeCordoned", DARK: "NodeDark"}
@@ -32,26 +33,30 @@ EVENTS = {CORDONED: "NodeCordoned", DARK: "NodeDark"}
 
 class NodeActions:
     def __init__(self, market: Market) -> None:
-        self.m = market
+        """The parts of `market` it uses (it keeps no reference to it)."""
+        self._db = market.db
+        self._clock = market.clock
+        self._lock = market.lock
+        self._figures = market.figures
 
     def act(self, island_id: str, node_id: str, action: str) -> NodeView:
         if action not in ACTIONS:
             raise Invalid("action", f"must be one of {', '.join(ACTIONS)}", action=action)
         state = ACTIONS[action]
-        with self.m.lock:
-            with self.m.db.write() as cur:
-                island = self.m.island(cur, island_id)
+        with self._lock:
+            with self._db.write() as cur:
+                island = read_island(cur, island_id)
                 n = self._node(cur, island.id, node_id)
-                now = self.m.now()
-                events: list[dict[str, Any]] = []
+                now = self._clock.now_ns()
+                events: list[JobEvent] = []
                 if state is None:
                     entries = self._back(cur, island, n, now)
                 else:
                     entries = self._out(cur, island, n, state, now, events)
-                self.m.write_ledger(cur, entries)
-                self.m.write_nodes(cur, [n])
-                write_batch(cur, "insert_job_events", JOB_EVENTS, events)
-            self.m.after_commit(entries)
+                LEDGER.insert(cur, entries)
+                NODES.update(cur, [n], NODE_STATE)
+                JOB_EVENTS.insert(cur, events)
+            self._figures.fold(entries)
         return self.node(island_id, node_id)
 
     def _out(
@@ -61,7 +66,7 @@ class NodeActions:
         n: Node,
         state: str,
         now: int,
-        events: list[dict[str, Any]],
+        events: list[JobEvent],
     ) -> list[Entry]:
         if n.service is not None:
             n.service = state  # already out of service: only the reason changes
@@ -69,7 +74,7 @@ class NodeActions:
         n.service = state
         if n.cluster is None:
             return []
-        c = self.m.cluster(cur, n.cluster)
+        c = read_cluster(cur, n.cluster)
         entries: list[Entry] = []
         if n.block is None:
             entries = self._stop_billing(c, island, n, now)
@@ -84,20 +89,13 @@ class NodeActions:
                 if n.owed_until is None
                 else f"; a replacement is owed until {rfc3339(n.owed_until)}"
             )
-            events.append(
-                {
-                    "cluster": c.id,
-                    "job": n.job,
-                    "ts": now,
-                    "type": EVENTS[state],
-                    "detail": f"node {n.id} is out of service ({state}){note}",
-                }
-            )
+            detail = f"node {n.id} is out of service ({state}){note}"
+            events.append(JobEvent(c.id, n.job, now, EVENTS[state], detail))
         return entries
 
     def _stop_billing(self, c: Cluster, island: Island, n: Node, now: int) -> list[Entry]:
-        rate = self.m.rates.get(island.id, {}).get(c.id)
-        billed = self.m.billed(island.id)
+        rate = self._figures.rate(island.id, c.id)
+        billed = self._figures.billed(island.id)
         return stop_billing(now, c.account, c.id, n, island.gpus_per_node, rate, billed)
 
     def _back(self, cur: Cursor, island: Island, n: Node, now: int) -> list[Entry]:
@@ -109,10 +107,10 @@ class NodeActions:
             # cluster's market holdings as idle capacity)
             n.job, n.idle_since = None, now
             return []
-        c = self.m.cluster(cur, n.cluster)
+        c = read_cluster(cur, n.cluster)
         owed, n.owed_until = n.owed(now), None
         if c.kind == "vm":
-            held = len(self.m.cluster_nodes(cur, c.id))
+            held = len(cluster_nodes(cur, c.id))
             if held >= c.max_gpus // island.gpus_per_node:
                 n.free()  # the cluster has what it declared: the node goes back to the island
                 return []
@@ -133,23 +131,23 @@ class NodeActions:
         row = fetch_one(cur, "node", island=island, node=node_id)
         if row is None:
             raise NotFound(f"no node {node_id!r} on island {island!r}", island=island, node=node_id)
-        return Node.from_row(row)
+        return NODES.from_row(row)
 
     # --- reads ----------------------------------------------------------------------------
 
     def node(self, island_id: str, node_id: str) -> NodeView:
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            island = self.m.island(cur, island_id)
+            island = read_island(cur, island_id)
             return _view(self._node(cur, island.id, node_id))
         finally:
             cur.close()
 
     def nodes(self, island_id: str) -> list[NodeView]:
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            island = self.m.island(cur, island_id)
-            return [_view(Node.from_row(r)) for r in fetch(cur, "island_nodes", island=island.id)]
+            island = read_island(cur, island_id)
+            return [_view(NODES.from_row(r)) for r in fetch(cur, "island_nodes", island=island.id)]
         finally:
             cur.close()
 

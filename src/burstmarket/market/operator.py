@@ -11,10 +11,13 @@ from typing import Any, cast
 from burstmarket.contract import AccountView, ClusterCreated, IslandView, Kind
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
+from burstmarket.market.figures import token_hash
 from burstmarket.market.ledger import DEPOSIT, Entry
+from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.nodes import NodeActions
-from burstmarket.market.service import Market, token_hash
+from burstmarket.market.state import add_nodes, create_island, read_island
+from burstmarket.market.tables import ISLAND_TERMS, ISLANDS, LEDGER
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -30,7 +33,11 @@ def _name(field: str, value: str) -> str:
 
 class Operator:
     def __init__(self, market: Market) -> None:
-        self.m = market
+        """The parts of `market` the operator's requests use (it keeps no reference to it)."""
+        self._db = market.db
+        self._clock = market.clock
+        self._lock = market.lock
+        self._figures = market.figures
         self.nodes = NodeActions(market)
         self.base_load = BaseLoadDesk(market)
 
@@ -38,26 +45,25 @@ class Operator:
 
     def create_account(self, name: str, balance: int) -> AccountView:
         _name("name", name)
-        with self.m.lock:
-            with self.m.db.write() as cur:
+        with self._lock:
+            with self._db.write() as cur:
                 if fetch_one(cur, "account", name=name) is not None:
                     raise Conflict(f"account {name!r} exists", account=name)
-                now = self.m.now()
+                now = self._clock.now_ns()
                 run(cur, "insert_account", name=name, created_at=now)
                 entries = self._deposit(cur, name, balance, now)
-            self.m.balances.setdefault(name, 0)
-            self.m.after_commit(entries)
+            self._figures.fold(entries)
         return self.account(name)
 
     def credit(self, name: str, amount: int) -> AccountView:
         """Add (or, negative, correct) credit: a new ledger row, never an edit."""
         if amount == 0:
             raise Invalid("amount_usd", "must not be 0")
-        with self.m.lock:
-            with self.m.db.write() as cur:
+        with self._lock:
+            with self._db.write() as cur:
                 self._account(cur, name)
-                entries = self._deposit(cur, name, amount, self.m.now())
-            self.m.after_commit(entries)
+                entries = self._deposit(cur, name, amount, self._clock.now_ns())
+            self._figures.fold(entries)
         return self.account(name)
 
     def _deposit(self, cur: Cursor, name: str, micros: int, now: int) -> list[Entry]:
@@ -66,7 +72,7 @@ class Operator:
         entries = [
             Entry(at=now, account=name, kind=DEPOSIT, units=-micros * LEDGER_UNITS_PER_MICRO)
         ]
-        self.m.write_ledger(cur, entries)
+        LEDGER.insert(cur, entries)
         return entries
 
     def _account(self, cur: Cursor, name: str) -> None:
@@ -74,13 +80,13 @@ class Operator:
             raise NotFound(f"no account {name!r}", account=name)
 
     def account(self, name: str) -> AccountView:
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
             self._account(cur, name)
             clusters = [r["id"] for r in fetch(cur, "account_clusters", account=name)]
         finally:
             cur.close()
-        balance = self.m.balances.get(name, 0)
+        balance = self._figures.balance(name)
         return AccountView(
             name=name,
             balance_usd=float(units_to_usd(balance)),
@@ -95,9 +101,9 @@ class Operator:
         if kind not in KINDS:
             raise Invalid("kind", "must be 'vm' or 'k8s'")
         token = secrets.token_urlsafe(32)
-        with self.m.lock, self.m.db.write() as cur:
+        with self._lock, self._db.write() as cur:
             self._account(cur, account)
-            self.m.island(cur, island)
+            read_island(cur, island)
             if fetch_one(cur, "cluster", cluster=name) is not None:
                 raise Conflict(f"cluster {name!r} exists", cluster=name)
             run(
@@ -108,9 +114,9 @@ class Operator:
                 island=island,
                 kind=kind,
                 token_hash=token_hash(token),
-                created_at=self.m.now(),
+                created_at=self._clock.now_ns(),
             )
-        self.m.add_token(name, token)
+        self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
         return ClusterCreated(
             id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
@@ -119,9 +125,9 @@ class Operator:
     # --- islands --------------------------------------------------------------------------
 
     def islands(self) -> list[IslandView]:
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            return [_island_view(Island.from_row(r)) for r in fetch(cur, "islands")]
+            return [_island_view(ISLANDS.from_row(r)) for r in fetch(cur, "islands")]
         finally:
             cur.close()
 
@@ -142,8 +148,8 @@ class Operator:
         if base_load_cap is not None and base_load_cap < 0:
             raise Invalid("base_load_cap", "must not be negative", base_load_cap=base_load_cap)
         spec = json.dumps(node_spec) if set_spec and node_spec is not None else None
-        with self.m.lock:
-            cur = self.m.db.cursor()
+        with self._lock:
+            cur = self._db.cursor()
             try:
                 row = fetch_one(cur, "island", island=island_id)
             finally:
@@ -159,17 +165,19 @@ class Operator:
                         f"must not exceed the island's {nodes} nodes",
                         base_load_cap=base_load_cap,
                     )
-                self.m.create_island(Island(island_id, gpus_per_node, nodes, reserve_price, spec))
+                with self._db.write() as cur:
+                    new = Island(island_id, gpus_per_node, nodes, reserve_price, spec)
+                    create_island(cur, new, self._clock.now_ns())
                 if base_load_cap is not None:
-                    cur = self.m.db.cursor()
+                    cur = self._db.cursor()
                     try:
-                        island = self.m.island(cur, island_id)
+                        island = read_island(cur, island_id)
                     finally:
                         cur.close()
                     self._update_island(island, None, None, None, None, False, base_load_cap)
             else:
                 self._update_island(
-                    Island.from_row(row),
+                    ISLANDS.from_row(row),
                     gpus_per_node,
                     nodes,
                     reserve_price,
@@ -177,9 +185,9 @@ class Operator:
                     set_spec,
                     base_load_cap,
                 )
-        cur = self.m.db.cursor()
+        cur = self._db.cursor()
         try:
-            return _island_view(self.m.island(cur, island_id))
+            return _island_view(read_island(cur, island_id))
         finally:
             cur.close()
 
@@ -193,7 +201,7 @@ class Operator:
         set_spec: bool,
         base_load_cap: int | None,
     ) -> None:
-        with self.m.db.write() as cur:
+        with self._db.write() as cur:
             busy = fetch_one(cur, "island_busy", island=island.id)
             held, highest = (busy or {}).get("held") or 0, (busy or {}).get("highest_held")
             if gpus_per_node is not None and gpus_per_node != island.gpus_per_node:
@@ -206,7 +214,7 @@ class Operator:
                 island.gpus_per_node = gpus_per_node
             if nodes is not None and nodes != island.nodes:
                 if nodes > island.nodes:
-                    self.m.add_nodes(cur, island.id, island.nodes, nodes)
+                    add_nodes(cur, island.id, island.nodes, nodes)
                 elif highest is not None and highest >= nodes:
                     raise Conflict(
                         f"node index {highest} is held; the island cannot shrink below it",
@@ -228,16 +236,7 @@ class Operator:
                     f"must not exceed the island's {island.nodes} nodes",
                     base_load_cap=island.base_load_cap,
                 )
-            run(
-                cur,
-                "update_island",
-                id=island.id,
-                gpus_per_node=island.gpus_per_node,
-                nodes=island.nodes,
-                reserve_price=island.reserve_price,
-                node_spec=island.node_spec,
-                base_load_cap=island.base_load_cap,
-            )
+            ISLANDS.update(cur, [island], ISLAND_TERMS)
 
 
 def _island_view(island: Island) -> IslandView:

@@ -31,6 +31,7 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
+from burstmarket.market import model
 from burstmarket.market.guard import (
     Budget,
     grant_span,
@@ -39,14 +40,15 @@ from burstmarket.market.guard import (
     window_open,
     worst_case,
 )
-from burstmarket.market.ledger import COMMITMENT, Entry
+from burstmarket.market.ledger import COMMITMENT, Entry, scale_down
+from burstmarket.market.market import Market
 from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
 from burstmarket.market.report import Granularity, billing_rows
-from burstmarket.market.service import Market
+from burstmarket.market.state import cluster_nodes, read_cluster, read_island
+from burstmarket.market.tables import JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
 from burstmarket.store import Batch
-from burstmarket.store.rows import Cursor, fetch, fetch_one, run, write_batch
-from burstmarket.store.schemas import JOB_EVENTS
+from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 T = TypeVar("T")
 
@@ -57,28 +59,30 @@ JOB_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 @dataclass(frozen=True, slots=True)
 class AfterTick:
-    """A declaration that must run after the island's tick in flight (Market.tick, step 2)."""
+    """A declaration that must run after the island's tick in flight (market/runner.py, step 2)."""
 
     done: Future[None]
 
 
 class Tenant:
     def __init__(self, market: Market) -> None:
-        self.m = market
+        """The parts of `market` a tenant's requests use (it keeps no reference to it)."""
+        self._db = market.db
+        self._clock = market.clock
+        self._lock = market.lock
+        self._figures = market.figures
+        self._hot = market.hot
 
     # --- helpers --------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[Cursor], T]) -> T:
-        cur = self.m.db.cursor()
-        try:
+        with self._db.read() as cur:
             return fn(cur)
-        finally:
-            cur.close()
 
     def _own(self, cur: Cursor, cluster_id: str, kind: str) -> tuple[Cluster, Island]:
-        c = self.m.cluster(cur, cluster_id)
+        c = read_cluster(cur, cluster_id)
         self._kind(c, kind)
-        return c, self.m.island(cur, c.island)
+        return c, read_island(cur, c.island)
 
     def _kind(self, c: Cluster, kind: str) -> None:
         if c.kind != kind:
@@ -95,7 +99,7 @@ class Tenant:
             row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
             spent = int(row["units"]) if row else 0
         # the last tick billed its interval in advance: that part is spent, not committed
-        billed = self.m.billed(c.island)
+        billed = self._figures.billed(c.island)
         since = now if billed is None else max(now, billed.end)
         committed = outstanding(nodes, g, since)
         return Budget.of(c.spend_limit, spent, committed)
@@ -114,7 +118,7 @@ class Tenant:
         """The write-time checks on demand that asks the market for more (docs/market.md
         "Spend guard"): `gpus` more at `price`, and `raised` more committed for the nodes the
         cluster holds (`nodes`, read only when it has a spend limit)."""
-        balance = self.m.balances.get(c.account, 0)
+        balance = self._figures.balance(c.account)
         if balance <= 0:
             raise BillingHold(
                 "the account's balance is at or below zero: new demand is refused until "
@@ -168,11 +172,11 @@ class Tenant:
 
     def _vm_view(self, cur: Cursor, cluster_id: str) -> CapacityView:
         c, island = self._own(cur, cluster_id, "vm")
-        return self._vm_answer(c, island, self.m.cluster_nodes(cur, c.id))
+        return self._vm_answer(c, island, cluster_nodes(cur, c.id))
 
     def _vm_answer(self, c: Cluster, island: Island, nodes: list[Node]) -> CapacityView:
         held = len(nodes) * island.gpus_per_node
-        rate = self.m.rates.get(island.id, {}).get(c.id) if nodes else None
+        rate = self._figures.rate(island.id, c.id) if nodes else None
         return CapacityView(
             cluster=c.id,
             island=island.id,
@@ -206,7 +210,7 @@ class Tenant:
         flight waits for that tick, then runs (and is checked) again."""
         while True:
             answer = await asyncio.wrap_future(
-                self.m.db.submit(
+                self._db.submit(
                     lambda batch: self._declare_vm(batch, cluster_id, max_gpus, max_price, release)
                 )
             )
@@ -224,7 +228,7 @@ class Tenant:
     ) -> CapacityView | AfterTick:
         """A group-commit job on the hot copy (market/hot.py): every check first, from memory;
         then the changes, staged for the batch's writes. Answers with the capacity view."""
-        hot = self.m.hot
+        hot = self._hot
         hot.begin(batch)
         cur = batch.cur
         c, nodes = hot.cluster(cur, cluster_id)
@@ -259,7 +263,7 @@ class Tenant:
             )
         want = max_gpus // g
         declared = c.max_gpus // g
-        now = self.m.now()
+        now = self._clock.now_ns()
         growing = want > max(len(nodes), declared)
         excess = len(nodes) - want
         gone: list[Node] = []
@@ -283,12 +287,12 @@ class Tenant:
             if want > len(nodes):
                 self._check_bid(c, island, max_price)
             self._check_spend(cur, c, island, sum(raised), now, holdings)
-        tick = self.m.lock.tick_in_flight(island.id)
+        tick = self._lock.tick_in_flight(island.id)
         if tick is not None and (excess > 0 or any(raised)):
             return AfterTick(tick)  # it changes nodes the tick in flight may write
         if want != declared:
             # growth dates only the added units; a lower declaration drops the youngest
-            seq = self.m.next_seq() if want > declared else 0
+            seq = self._figures.next_seq() if want > declared else 0
             c.demand = resized(c.demand, want, now, seq)
         c.max_gpus, c.max_price = max_gpus, max_price
         hot.stage_demand(c)
@@ -319,8 +323,9 @@ class Tenant:
 
     def _release(self, c: Cluster, island: Island, nodes: list[Node], now: int) -> list[Entry]:
         """Scale-down: the nodes go at once, billing stops at once; the ledger rows."""
-        rate = self.m.rates.get(island.id, {}).get(c.id)
-        return self.m.scale_down(c, island, nodes, now, rate, self.m.billed(island.id))
+        rate = self._figures.rate(island.id, c.id)
+        billed = self._figures.billed(island.id)
+        return scale_down(c, island.gpus_per_node, nodes, now, rate, billed)
 
     # --- Kubernetes -----------------------------------------------------------------------
 
@@ -329,7 +334,7 @@ class Tenant:
 
     def _bid_view(self, cur: Cursor, cluster_id: str) -> BidView:
         c, island = self._own(cur, cluster_id, "k8s")
-        jobs = [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=c.id)]
+        jobs = [JOBS.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=c.id)]
         low = c.limit_price is None or c.limit_price < island.reserve_price
         return BidView(
             cluster=c.id,
@@ -339,7 +344,7 @@ class Tenant:
         )
 
     def set_k8s_bid(self, cluster_id: str, price: int) -> BidView:
-        with self.m.lock, self.m.db.write() as cur:
+        with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             self._check_bid(c, island, price)
             run(cur, "update_limit_price", id=c.id, limit_price=price)
@@ -356,19 +361,19 @@ class Tenant:
         """The live limit caps a running job's nodes: raised to `price`, it commits what it adds
         to their commitments, refused if that does not fit the spend limit."""
         names = {job.name for job in jobs if job.state == "running"}
-        held = self.m.cluster_nodes(cur, c.id)
+        held = cluster_nodes(cur, c.id)
         nodes = [n for n in held if n.job in names and n.block is None]
-        now = self.m.now()
+        now = self._clock.now_ns()
         raised = outgrown(nodes, price, island.gpus_per_node, now)
         if not any(raised):
             return
         self._check_spend(cur, c, island, sum(raised), now, lambda: held)
         grown, entries = self._recommit(c, nodes, raised, price, now)
-        self.m.write_ledger(cur, entries)
-        self.m.write_nodes(cur, grown)
+        LEDGER.insert(cur, entries)
+        NODES.update(cur, grown, NODE_STATE)
 
     def _jobs(self, cur: Cursor, cluster_id: str) -> list[Job]:
-        return [Job.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=cluster_id)]
+        return [JOBS.from_row(r) for r in fetch(cur, "cluster_jobs", cluster=cluster_id)]
 
     def _void_if_lowered(self, cur: Cursor, c: Cluster, job: Job) -> None:
         """A limit under the price the gang started at voids the job's windows at once."""
@@ -377,14 +382,14 @@ class Tenant:
             return
         if price is not None and price >= job.gang_price:
             return
-        now = self.m.now()
-        nodes = [n for n in self.m.cluster_nodes(cur, c.id) if n.job == job.name]
+        now = self._clock.now_ns()
+        nodes = [n for n in cluster_nodes(cur, c.id) if n.job == job.name]
         voided = [n for n in nodes if n.window_open(now)]
         if not voided:
             return
         for n in voided:
             n.window_ends_at = now
-        self.m.write_nodes(cur, voided)
+        NODES.update(cur, voided, NODE_STATE)
         shown = "no limit price" if price is None else f"{usd(price)} USD/GPU-h"
         self._event(
             cur,
@@ -395,8 +400,7 @@ class Tenant:
         )
 
     def _event(self, cur: Cursor, job: Job, kind: str, detail: str, at: int) -> None:
-        row = {"cluster": job.cluster, "job": job.name, "ts": at, "type": kind, "detail": detail}
-        write_batch(cur, "insert_job_events", JOB_EVENTS, [row])
+        JOB_EVENTS.insert(cur, [model.JobEvent(job.cluster, job.name, at, kind, detail)])
 
     def create_job(
         self,
@@ -406,7 +410,7 @@ class Tenant:
         priority_class: str | None,
         price: int | None,
     ) -> JobView:
-        with self.m.lock, self.m.db.write() as cur:
+        with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             if not JOB_NAME.match(name):
                 raise Invalid("name", "must be 1-63 lowercase letters, digits or '-'", cluster=c.id)
@@ -425,9 +429,9 @@ class Tenant:
                     limit=MAX_LIVE_JOBS,
                 )
             effective = price if price is not None else c.limit_price
-            now = self.m.now()
+            now = self._clock.now_ns()
             gpus = nodes * island.gpus_per_node
-            held = lambda: self.m.cluster_nodes(cur, c.id)  # noqa: E731
+            held = lambda: cluster_nodes(cur, c.id)  # noqa: E731
             self._check_new_demand(cur, c, island, effective, gpus, now, held)
             run(
                 cur,
@@ -438,7 +442,7 @@ class Tenant:
                 priority_class=priority_class,
                 limit_price=price,
                 created_at=now,
-                seq=self.m.next_seq(),
+                seq=self._figures.next_seq(),
             )
         return self.job(cluster_id, name)
 
@@ -460,20 +464,20 @@ class Tenant:
         row = fetch_one(cur, "job", cluster=c.id, name=name)
         if row is None:
             raise NotFound(f"no job {name!r} in this cluster", cluster=c.id, job=name)
-        return Job.from_row(row)
+        return JOBS.from_row(row)
 
     def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[JobView]:
-        island = self.m.island(cur, c.island)
+        island = read_island(cur, c.island)
         events: dict[str, list[JobEvent]] = {}
         for e in fetch(cur, "job_events", cluster=c.id):
             events.setdefault(e["job"], []).append(
                 JobEvent(type=e["type"], at=to_datetime(e["ts"]), detail=e["detail"])
             )
         placed: dict[str, list[str]] = {}
-        for n in self.m.cluster_nodes(cur, c.id):
+        for n in cluster_nodes(cur, c.id):
             if n.job is not None:
                 placed.setdefault(n.job, []).append(n.id)
-        rate = self.m.rates.get(c.island, {}).get(c.id)
+        rate = self._figures.rate(c.island, c.id)
         return [
             JobView(
                 name=j.name,
@@ -499,7 +503,7 @@ class Tenant:
         priority_class: str | None,
         set_class: bool,
     ) -> JobView:
-        with self.m.lock, self.m.db.write() as cur:
+        with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             job = self._job(cur, c, name)
             if job.state == "finished":
@@ -526,13 +530,13 @@ class Tenant:
 
     def finish_job(self, cluster_id: str, name: str) -> JobView:
         """DELETE = the job finished: its nodes stay, idle, under the hold and idle grace."""
-        with self.m.lock, self.m.db.write() as cur:
+        with self._lock, self._db.write() as cur:
             c, _ = self._own(cur, cluster_id, "k8s")
             job = self._job(cur, c, name)
             if job.state != "finished":
-                now = self.m.now()
-                reserve = self.m.island(cur, c.island).reserve_price
-                nodes = [Node.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
+                now = self._clock.now_ns()
+                reserve = read_island(cur, c.island).reserve_price
+                nodes = [NODES.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
                 for n in nodes:
                     n.job, n.idle_since, n.locked_price = None, now, job.price(c)
                     if n.owed_until is not None:
@@ -540,7 +544,7 @@ class Tenant:
                         # would have stayed, idle, had it been in service
                         ends = min(n.owed_until, n.idle_release_at(reserve))
                         n.owed_until = ends if ends > now else None
-                self.m.write_nodes(cur, nodes)
+                NODES.update(cur, nodes, NODE_STATE)
                 run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
                 self._event(cur, job, "Finished", "the job finished; its nodes are idle", now)
         return self.job(cluster_id, name)
@@ -549,10 +553,10 @@ class Tenant:
 
     def spend_limit(self, cluster_id: str) -> SpendLimitView:
         def read(cur: Cursor) -> SpendLimitView:
-            c = self.m.cluster(cur, cluster_id)
-            island = self.m.island(cur, c.island)
-            now = self.m.now()
-            held = self.m.cluster_nodes(cur, c.id)
+            c = read_cluster(cur, cluster_id)
+            island = read_island(cur, c.island)
+            now = self._clock.now_ns()
+            held = cluster_nodes(cur, c.id)
             budget = self._budget(cur, c, island.gpus_per_node, now, held)
             started = c.spend_window_start if window_open(c.spend_window_start, now) else None
             left = budget.left
@@ -569,8 +573,8 @@ class Tenant:
     def set_spend_limit(self, cluster_id: str, usd_per_day: int | None) -> SpendLimitView:
         if usd_per_day is not None and usd_per_day <= 0:
             raise Invalid("usd_per_day", "must be greater than 0 (null removes the limit)")
-        with self.m.lock, self.m.db.write() as cur:
-            c = self.m.cluster(cur, cluster_id)
+        with self._lock, self._db.write() as cur:
+            c = read_cluster(cur, cluster_id)
             run(cur, "update_spend_limit", id=c.id, spend_limit=usd_per_day)
         return self.spend_limit(cluster_id)
 
@@ -580,7 +584,7 @@ class Tenant:
         self, cluster_id: str, start: int | None, end: int | None, granularity: Granularity
     ) -> list[BillingRow]:
         def read(cur: Cursor) -> list[BillingRow]:
-            c = self.m.cluster(cur, cluster_id)
+            c = read_cluster(cur, cluster_id)
             return billing_rows(cur, c.id, start, end, granularity)
 
         return self._read(read)

@@ -36,7 +36,7 @@ RECHECK = timedelta(minutes=20)
 """How long a tenant waits before looking again at a job that is not done."""
 
 
-class Tenant:
+class SimulatedTenant:
     def __init__(
         self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
     ) -> None:
@@ -57,7 +57,7 @@ class Tenant:
         return self.rng.random() < 1 - math.exp(-per_hour * dt.total_seconds() / 3600)
 
 
-class VmTenant(Tenant):
+class VmTenant(SimulatedTenant):
     def __init__(
         self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
     ) -> None:
@@ -123,7 +123,7 @@ class LiveJob:
     restarts: int = field(default=0)
 
 
-class K8sTenant(Tenant):
+class K8sTenant(SimulatedTenant):
     def __init__(
         self, spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
     ) -> None:
@@ -228,6 +228,6 @@ def _seq(name: str) -> int:
 
 def make_tenant(
     spec: TenantSpec, client: TenantClient, rng: random.Random, reconsider: timedelta
-) -> Tenant:
+) -> SimulatedTenant:
     kind = VmTenant if spec.kind == "vm" else K8sTenant
     return kind(spec, client, rng, reconsider)

@@ -24,7 +24,7 @@ import httpx
 from burstmarket.client import ClientError, OperatorClient, Refused, TenantClient
 from burstmarket.simulation import population
 from burstmarket.simulation.population import ISLANDS, IslandPlan, TenantSpec
-from burstmarket.simulation.tenants import Tenant, make_tenant
+from burstmarket.simulation.tenants import SimulatedTenant, make_tenant
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class World:
         requests and it runs a day in seconds."""
         self.rng = random.Random(seed + 1)  # noqa: S311 (a simulation, not a secret)
         self.plans: list[IslandPlan] = []
-        self.tenants: list[Tenant] = []
+        self.tenants: list[SimulatedTenant] = []
         self._created: list[tuple[TenantSpec, str]] = []
         """What `setup` made sure exists: each tenant and its cluster token."""
         self._next_top_up: datetime | None = None
@@ -137,7 +137,7 @@ class World:
         # tenants act at once, as independent tenants do (and the service overlaps their reads)
         await asyncio.gather(*(self._act(tenant, now, dt) for tenant in self.tenants))
 
-    async def _act(self, tenant: Tenant, now: datetime, dt: timedelta) -> None:
+    async def _act(self, tenant: SimulatedTenant, now: datetime, dt: timedelta) -> None:
         try:
             await tenant.step(now, dt)
         except Refused as refused:

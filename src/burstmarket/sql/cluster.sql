@@ -1,3 +1,2 @@
-SELECT id, account, island, kind, max_gpus, max_price, demand, limit_price, spend_limit,
-       spend_window_start, pending_reason, bid_too_low
-FROM clusters WHERE id = $cluster
+-- One cluster's row, every column (market/tables.py maps the ones a Cluster has).
+SELECT * FROM clusters WHERE id = $cluster

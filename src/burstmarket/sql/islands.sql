@@ -1,1 +1,1 @@
-SELECT id, gpus_per_node, nodes, reserve_price, node_spec, base_load_cap FROM islands ORDER BY id
+SELECT * FROM islands ORDER BY id

@@ -1,4 +1,2 @@
 -- The nodes a cluster's job runs on, out of service ones too.
-SELECT island, id, idx, cluster, job, granted_at, window_ends_at, hold_until, idle_since,
-       locked_price, commit_price, commit_ends_at, service, owed_until, block, billed_until
-FROM nodes WHERE cluster = $cluster AND job = $job ORDER BY idx
+SELECT * FROM nodes WHERE cluster = $cluster AND job = $job ORDER BY idx

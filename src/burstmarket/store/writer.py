@@ -21,17 +21,14 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import duckdb
+from typing import Any, Protocol, TypeVar
 
 from burstmarket import metrics
 from burstmarket.errors import MarketError
 from burstmarket.store.faults import store_fault
-
-if TYPE_CHECKING:
-    from burstmarket.store.database import Database
+from burstmarket.store.rows import Cursor
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +39,23 @@ MAX_BATCH = 512
 """Jobs per transaction at most (bounds how long one commit keeps its first caller waiting)."""
 
 
+class Transactions(Protocol):
+    """What the writer needs of the store (store/database.py's Database)."""
+
+    def held(self) -> AbstractContextManager[None]: ...
+    def write(self) -> AbstractContextManager[Cursor]: ...
+
+
 @dataclass(eq=False, slots=True)
 class Batch:
     """One group-commit transaction as its jobs see it."""
 
-    cur: duckdb.DuckDBPyConnection
-    _before: dict[Callable[[duckdb.DuckDBPyConnection], None], None] = field(default_factory=dict)
+    cur: Cursor
+    _before: dict[Callable[[Cursor], None], None] = field(default_factory=dict)
     _after: dict[Hook, None] = field(default_factory=dict)
     _failed: dict[Hook, None] = field(default_factory=dict)
 
-    def before_commit(self, hook: Callable[[duckdb.DuckDBPyConnection], None]) -> None:
+    def before_commit(self, hook: Callable[[Cursor], None]) -> None:
         """Run `hook(cur)` once, after the last job and before COMMIT (to write rows that the
         batch's jobs gathered, in one statement per table)."""
         self._before.setdefault(hook)
@@ -72,7 +76,7 @@ class _Job:
 
 
 class GroupWriter:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Transactions) -> None:
         self._db = db
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None

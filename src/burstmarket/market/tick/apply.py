@@ -38,7 +38,7 @@ def _grant(s: TickState, d: Demand, nodes: list[Node]) -> None:
     window = VM_WINDOW_NS if c.kind == "vm" else K8S_WINDOW_NS
     span = grant_span(c.kind)
     # the worst case is committed before the grant (same transaction, written first)
-    s.books.commit(c, worst_case(d.price, len(nodes) * s.g, span))
+    s.books.commit(c, worst_case(d.price, len(nodes) * s.g, span), len(nodes))
     job = d.job
     if d.kind == "short" and job is not None and job.state != "running":
         job = None  # the job lost its other nodes this tick: the nodes land idle

@@ -57,10 +57,11 @@ class Books:
             )
         )
 
-    def commit(self, c: Cluster, units: int) -> None:
-        """One node's worst case, committed before it is visible (same transaction)."""
+    def commit(self, c: Cluster, units: int, nodes: int = 1) -> None:
+        """The worst case of `nodes` nodes, committed before they are visible (same
+        transaction)."""
         gpus, total = self.committed[c.id]
-        self.committed[c.id] = (gpus + self.g, total + units)
+        self.committed[c.id] = (gpus + nodes * self.g, total + units)
 
     def release_commitment(self, n: Node) -> None:
         ends = n.commit_ends_at or 0

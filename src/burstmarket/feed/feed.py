@@ -34,8 +34,8 @@ from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.wire import wire_of
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
-from burstmarket.history.store import Database
 from burstmarket.market.refusals import log_refusal
+from burstmarket.store import Database
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,104 @@
+"""The market's figures kept in memory: each island's last tick and its clusters' rates, each
+account's balance, the clusters' token hashes and the last order of acceptance given to demand.
+
+They are read from the store once, at start. Each changes only after the rows it follows are
+committed, by whoever committed them, still holding the writer (so the next write sees it);
+reads take no lock (the API authenticates and declarations check balances from here, on the hot
+path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from burstmarket.market.ledger import BALANCE, Billed, Entry
+from burstmarket.store.rows import Cursor, fetch
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class LastTick:
+    tick: int
+    time: int
+
+
+class Figures:
+    def __init__(self, cur: Cursor, interval_ns: int, started_at: int) -> None:
+        """The figures as the store holds them (`cur`, read once)."""
+        self.interval_ns = interval_ns
+        """Market time between two ticks of an island: what a tick bills in advance."""
+        self.started_at = started_at
+        """Market time the service started: held time before it is never billed (the market
+        was not running; docs/market.md "Billing")."""
+        self._last = {
+            row["island"]: LastTick(row["tick"], int(row["time_us"]) * 1000)
+            for row in fetch(cur, "last_ticks")
+        }
+        self._rates: dict[str, dict[str, int]] = {}
+        for row in fetch(cur, "last_rates"):
+            self._rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
+        self._balances = {row["account"]: int(row["units"]) for row in fetch(cur, "balances")}
+        self._tokens = {row["token_hash"]: row["id"] for row in fetch(cur, "cluster_tokens")}
+        self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def last(self, island: str) -> LastTick | None:
+        return self._last.get(island)
+
+    def rates(self, island: str) -> dict[str, int]:
+        """Cluster -> its rate at the island's last tick (µUSD per GPU-hour); a copy."""
+        return dict(self._rates.get(island, {}))
+
+    def rate(self, island: str, cluster: str) -> int | None:
+        return self._rates.get(island, {}).get(cluster)
+
+    def balance(self, account: str) -> int:
+        """Credit left in ledger units (at or below zero: billing hold)."""
+        return self._balances.get(account, 0)
+
+    def billed(self, island: str) -> Billed | None:
+        """How far the island's market billing has gone: the interval its last tick billed in
+        advance, [time, time + interval), and nothing before the service started."""
+        last = self._last.get(island)
+        if last is None:
+            return None
+        return Billed(last.time, last.time + self.interval_ns, self.started_at)
+
+    def next_tick_time(self, island: str, now: int) -> int:
+        """Market time of the island's next tick: `now`, but never within one interval of the
+        last tick, so the billed intervals [t, t + interval) never overlap."""
+        last = self._last.get(island)
+        return now if last is None else max(now, last.time + self.interval_ns)
+
+    def cluster_for_token(self, token: str) -> str | None:
+        """The cluster a token belongs to (safe on the event loop)."""
+        return self._tokens.get(token_hash(token))
+
+    # --- changes, each after the commit of what it follows ----------------------------------
+
+    def next_seq(self) -> int:
+        """The next order of acceptance for a write of demand. Call holding the writer, so
+        the order is the order the writes commit in."""
+        self._seq += 1
+        return self._seq
+
+    def add_token(self, cluster: str, token: str) -> None:
+        """A new cluster's token (its row committed)."""
+        self._tokens[token_hash(token)] = cluster
+
+    def fold(self, entries: Iterable[Entry]) -> None:
+        """Committed ledger rows into the balances."""
+        for e in entries:
+            if e.kind in BALANCE:
+                self._balances[e.account] = self._balances.get(e.account, 0) - e.units
+
+    def ticked(self, island: str, last: LastTick, rates: dict[str, int]) -> None:
+        """The island's tick committed, with its clusters' rates."""
+        self._last[island] = last
+        self._rates[island] = rates

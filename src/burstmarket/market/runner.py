@@ -1,0 +1,256 @@
+"""One island's tick end to end: snapshot the store, clear it (market/tick.py's `run_tick`),
+commit every row it produced in one transaction, then move the figures on.
+
+The auction clears holding nothing, so declarations never wait for it:
+1. snapshot: in an exclusive section (none half-done) and holding the writer (between two group
+   commits), pin a read transaction; the tick is in flight from here.
+2. read the snapshot and clear it, holding nothing. Exclusive sections wait for the tick. VM
+   declarations on the island go on: the book closed at the snapshot, so new demand counts from
+   the next tick. One that would release nodes the cluster holds would change what the tick
+   decided: it waits for the tick and runs after it (Tenant.declare_vm). So nothing the tick
+   read and writes changes before it commits.
+3. commit the tick's rows in one transaction, with the scale-downs that lowered demand asked for
+   while it cleared (`_late_scale_downs`), and update what declarations read (last tick, rates,
+   balances, the hot copy) before the writer runs anything else.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+from time import perf_counter
+
+from burstmarket.clearing_json import render_published_ladder, render_stats
+from burstmarket.clock import NS_PER_MS, Clock, rfc3339, to_datetime
+from burstmarket.events import TickCommitted
+from burstmarket.market.figures import Figures, LastTick
+from burstmarket.market.hot import Hot
+from burstmarket.market.ledger import CHARGE, Billed, scale_down
+from burstmarket.market.lock import MarketLock
+from burstmarket.market.model import Node, newest_first
+from burstmarket.market.state import read_island
+from burstmarket.market.tables import (
+    ALLOCATIONS,
+    BLOCK_PROGRESS,
+    BLOCKS,
+    CLUSTER_RATES,
+    CLUSTER_STATE,
+    CLUSTERS,
+    JOB_EVENTS,
+    JOB_PROGRESS,
+    JOBS,
+    LADDER,
+    LEDGER,
+    NODE_STATE,
+    NODES,
+    TICKS,
+    VERDICTS,
+    AllocationRow,
+    ClusterRateRow,
+    LadderRow,
+    TickRow,
+    VerdictRow,
+)
+from burstmarket.market.tick import TickInput, TickOutput, run_tick
+from burstmarket.money import micros_to_decimal, units_to_usd, usd
+from burstmarket.store import Database
+from burstmarket.store.rows import Cursor, fetch, fetch_arrow
+
+
+class TickRunner:
+    def __init__(
+        self, db: Database, clock: Clock, lock: MarketLock, figures: Figures, hot: Hot
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._lock = lock
+        self._figures = figures
+        self._hot = hot
+
+    def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
+        """Run and commit one tick of one island at `time` (default: its next tick time).
+        Blocking: call it from a worker thread."""
+        figures = self._figures
+        started = perf_counter()
+        with self._lock, self._db.held():
+            now = self._clock.now_ns()
+            at = figures.next_tick_time(island_id, now) if time is None else time
+            last = figures.last(island_id)
+            number = 1 if last is None else last.tick + 1
+            billed = figures.billed(island_id)
+            snapshot = self._db.snapshot()
+            self._lock.start_tick(island_id)
+        try:
+            with snapshot as cur:
+                inp = self._tick_input(cur, island_id, number, at, billed)
+            read = perf_counter()
+            out = run_tick(inp)
+            cleared = perf_counter()
+            final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
+            """Every node of the island as the tick leaves it."""
+            with self._db.held():
+                epoch = self._db.epoch
+                with self._db.write() as cur:
+                    self._late_scale_downs(inp, out, final)
+                    _write(cur, inp, out)
+                figures.ticked(island_id, LastTick(number, at), out.rates)
+                figures.fold(out.ledger)
+                self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
+                self._lock.end_tick()
+        finally:
+            self._lock.end_tick()  # a failed tick commits nothing and lets waiters go
+        done = perf_counter()
+        return _committed(inp, out, {"read": read - started, "clear": cleared - read,
+                                     "commit": done - cleared})
+
+    def _tick_input(
+        self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None
+    ) -> TickInput:
+        island = read_island(cur, island_id)
+        clusters = {
+            c.id: c
+            for c in CLUSTERS.from_arrow(fetch_arrow(cur, "island_clusters", island=island_id))
+        }
+        spent: dict[str, int] = {}
+        if any(c.spend_limit is not None for c in clusters.values()):
+            spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
+        return TickInput(
+            island=island,
+            tick=number,
+            time=at,
+            interval_ns=self._figures.interval_ns,
+            clusters=clusters,
+            nodes=NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)),
+            jobs=JOBS.from_arrow(fetch_arrow(cur, "island_jobs", island=island_id)),
+            balances={c.account: self._figures.balance(c.account) for c in clusters.values()},
+            spent=spent,
+            rates=self._figures.rates(island_id),
+            blocks=[BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)],
+            billed=billed,
+        )
+
+    def _late_scale_downs(self, inp: TickInput, out: TickOutput, final: dict[str, Node]) -> None:
+        """A declaration that lowered max_gpus while the tick cleared did not wait for it, so
+        the tick may grant that cluster more than it now declares. The excess goes back at
+        once, newest grant first, refunded to the ms: as if the declaration had come the moment
+        after the tick. Amends `out` (its nodes and ledger rows), so the tick writes it all;
+        `final` holds the same node objects, so it sees the give-backs too."""
+        declared = self._lock.declared_during_tick()
+        if not declared:
+            return
+        changed = {n.id for n in out.nodes}
+        held: dict[str, list[Node]] = {}
+        for n in final.values():
+            if n.cluster in declared and n.service is None:
+                held.setdefault(n.cluster, []).append(n)
+        g = inp.island.gpus_per_node
+        billed = Billed(inp.time, inp.time + inp.interval_ns, self._figures.started_at)
+        for cluster, max_gpus in sorted(declared.items()):
+            nodes = held.get(cluster, [])
+            excess = newest_first(nodes)[: max(0, len(nodes) - max_gpus // g)]
+            c, rate = inp.clusters[cluster], out.rates.get(cluster)
+            out.ledger += scale_down(c, g, excess, inp.time, rate, billed)
+            out.nodes += [n for n in excess if n.id not in changed]
+
+
+def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+    """Every row of the tick: its state changes, then the market data it publishes."""
+    # ledger first: a grant's commitment is written before the grant itself
+    LEDGER.insert(cur, out.ledger)
+    NODES.update(cur, out.nodes, NODE_STATE)
+    JOBS.update(cur, out.jobs, JOB_PROGRESS)
+    JOB_EVENTS.insert(cur, out.events)
+    CLUSTERS.update(cur, out.clusters, CLUSTER_STATE)
+    island, tick, when = inp.island.id, inp.tick, to_datetime(inp.time)
+    stats = out.clearing.stats
+    TICKS.insert(
+        cur,
+        [
+            TickRow(
+                island,
+                tick,
+                when,
+                vwap=_usd(stats.vwap),
+                min=_usd(stats.min),
+                max=_usd(stats.max),
+                gpus=stats.gpus,
+                clusters=stats.clusters,
+                pending_gpus=out.pending_gpus,
+                reserve_price=micros_to_decimal(inp.island.reserve_price),
+                tick_seconds=Decimal(inp.interval_ns // NS_PER_MS).scaleb(-3),
+            )
+        ],
+    )
+    charges: dict[str | None, int] = defaultdict(int)
+    for e in out.ledger:
+        if e.kind == CHARGE:  # the tick's interval, and held time not billed before it
+            charges[e.cluster] += e.units
+    CLUSTER_RATES.insert(
+        cur,
+        [
+            ClusterRateRow(
+                island,
+                tick,
+                when,
+                cid,
+                cc.gpus,
+                micros_to_decimal(cc.rate),
+                units_to_usd(charges[cid]),
+            )
+            for cid, cc in out.clearing.clusters.items()
+        ],
+    )
+    ALLOCATIONS.insert(cur, [AllocationRow(island, tick, when, *a) for a in out.allocations])
+    LADDER.insert(
+        cur,
+        [
+            LadderRow(
+                island,
+                tick,
+                when,
+                rung.nodes,
+                rung.gpus,
+                micros_to_decimal(rung.price),
+                _time(rung.contestable_at),
+            )
+            for rung in out.ladder
+        ],
+    )
+    VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
+    BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
+
+
+def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
+    island, tick, time = inp.island.id, inp.tick, rfc3339(inp.time)
+    stats = out.clearing.stats
+    reserve = usd(inp.island.reserve_price)
+    return TickCommitted(
+        island=island,
+        tick=tick,
+        time=to_datetime(inp.time),
+        stats={
+            "island": island,
+            "tick": tick,
+            "time": time,
+            **render_stats(stats),
+            "pending_gpus": out.pending_gpus,
+            "reserve_price": reserve,
+        },
+        ladder={
+            "island": island,
+            "tick": tick,
+            "time": time,
+            "reserve_price": reserve,
+            "rungs": render_published_ladder(out.ladder),
+        },
+        durations=durations,
+    )
+
+
+def _time(ns: int | None) -> datetime | None:
+    return None if ns is None else to_datetime(ns)
+
+
+def _usd(micros: int | None) -> Decimal | None:
+    return None if micros is None else micros_to_decimal(micros)

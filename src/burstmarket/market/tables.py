@@ -1,0 +1,333 @@
+"""The market's store, table by table: one definition each (store/table.py), from which come the
+check that the migrations built exactly these tables, each batch's Arrow schema, and the
+mapping between the rows and the dataclasses the market works on.
+
+State tables (islands, accounts, clusters, nodes, jobs, job events, base load blocks) hold
+integer µUSD prices and integer ns times; the ledger holds exact HUGEINT ledger units; the
+market-data tables a tick appends (ticks, cluster rates, allocations, ladder, verdicts) hold
+TIMESTAMPTZ times and DECIMAL(18,6) USD, as the feed and the Parquet history read them
+(sql/schema_*.sql says why each column exists).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Final
+
+from burstmarket.market.ledger import Entry
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.store.table import (
+    BIGINT,
+    BOOLEAN,
+    HUGEINT,
+    INTEGER,
+    TIMESTAMPTZ,
+    VARCHAR,
+    Column,
+    SqlType,
+    Table,
+    decimal,
+    struct_list,
+)
+
+USD: Final = decimal(18, 6)
+"""USD (per GPU-hour for a price), exact to the µUSD: the market-data tables' money."""
+SECONDS: Final = decimal(12, 3)
+"""A duration of market time, exact to the ms."""
+TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
+"""A VM cluster's declared units, oldest first (model.Tranche)."""
+
+
+def _own(name: str, kind: SqlType) -> Column:
+    """A column of the store's own: written and read by named SQL, never by the row type."""
+    return Column(name, kind, unmapped=True)
+
+
+# --- the market's state -------------------------------------------------------------------
+
+ISLANDS: Final = Table(
+    "islands",
+    Island,
+    [
+        Column("id", VARCHAR),
+        Column("gpus_per_node", INTEGER),
+        Column("nodes", INTEGER),
+        Column("reserve_price", BIGINT),
+        Column("node_spec", VARCHAR, null=True),
+        _own("created_at", BIGINT),
+        Column("base_load_cap", INTEGER),
+    ],
+    key=["id"],
+)
+ISLAND_TERMS: Final = ("gpus_per_node", "nodes", "reserve_price", "node_spec", "base_load_cap")
+"""What the operator may change of an island."""
+
+ACCOUNTS: Final[Table[Any]] = Table(
+    "accounts", None, [_own("name", VARCHAR), _own("created_at", BIGINT)]
+)
+
+CLUSTERS: Final = Table(
+    "clusters",
+    Cluster,
+    [
+        Column("id", VARCHAR),
+        Column("account", VARCHAR),
+        Column("island", VARCHAR),
+        Column("kind", VARCHAR),
+        _own("token_hash", VARCHAR),
+        _own("created_at", BIGINT),
+        Column("max_gpus", INTEGER),
+        Column("max_price", BIGINT, null=True),
+        Column("limit_price", BIGINT, null=True),
+        Column("spend_limit", BIGINT, null=True),
+        Column("spend_window_start", BIGINT, null=True),
+        Column("pending_reason", VARCHAR, null=True),
+        Column("demand", TRANCHES),
+        Column("bid_too_low", BOOLEAN),
+    ],
+    key=["id"],
+)
+CLUSTER_DEMAND: Final = ("max_gpus", "max_price", "demand")
+"""What a VM declaration writes of its cluster (a tick never writes these)."""
+CLUSTER_STATE: Final = ("spend_window_start", "pending_reason", "bid_too_low")
+"""What a tick writes of a cluster (a declaration never writes these)."""
+
+NODES: Final = Table(
+    "nodes",
+    Node,
+    [
+        Column("island", VARCHAR),
+        Column("id", VARCHAR),
+        Column("idx", INTEGER),
+        Column("cluster", VARCHAR, null=True),
+        Column("job", VARCHAR, null=True),
+        Column("granted_at", BIGINT, null=True),
+        Column("window_ends_at", BIGINT, null=True),
+        Column("hold_until", BIGINT, null=True),
+        Column("idle_since", BIGINT, null=True),
+        Column("locked_price", BIGINT, null=True),
+        Column("commit_price", BIGINT, null=True),
+        Column("commit_ends_at", BIGINT, null=True),
+        Column("service", VARCHAR, null=True),
+        Column("owed_until", BIGINT, null=True),
+        Column("block", VARCHAR, null=True),
+        Column("billed_until", BIGINT, null=True),
+    ],
+    key=["island", "id"],
+)
+NODE_STATE: Final = tuple(c.name for c in NODES.columns if c.name not in ("island", "id", "idx"))
+"""Everything a node's holder, job, windows, commitment and service are (never its place)."""
+
+JOBS: Final = Table(
+    "jobs",
+    Job,
+    [
+        Column("cluster", VARCHAR),
+        Column("name", VARCHAR),
+        Column("nodes", INTEGER),
+        Column("priority_class", VARCHAR, null=True),
+        Column("limit_price", BIGINT, null=True),
+        Column("state", VARCHAR),
+        Column("created_at", BIGINT),
+        Column("provisioned_at", BIGINT, null=True),
+        Column("gang_price", BIGINT, null=True),
+        Column("finished_at", BIGINT, null=True),
+        Column("bid_too_low", BOOLEAN),
+        Column("seq", BIGINT),
+    ],
+    key=["cluster", "name"],
+)
+JOB_PROGRESS: Final = ("state", "provisioned_at", "gang_price", "bid_too_low")
+"""What a tick writes of a job (its terms are the tenant's)."""
+
+JOB_EVENTS: Final = Table(
+    "job_events",
+    JobEvent,
+    [
+        Column("cluster", VARCHAR),
+        Column("job", VARCHAR),
+        Column("ts", BIGINT, field="at"),
+        Column("type", VARCHAR),
+        Column("detail", VARCHAR),
+    ],
+)
+
+BLOCKS: Final = Table(
+    "base_load_blocks",
+    Block,
+    [
+        Column("id", VARCHAR),
+        Column("cluster", VARCHAR),
+        Column("island", VARCHAR),
+        Column("nodes", INTEGER),
+        Column("rate", BIGINT),
+        Column("starts_at", BIGINT),
+        Column("ends_at", BIGINT),
+        Column("state", VARCHAR),
+        Column("ended_at", BIGINT, null=True),
+        Column("billed_until", BIGINT),
+        Column("negative_since", BIGINT, null=True),
+    ],
+    key=["id"],
+)
+BLOCK_PROGRESS: Final = ("state", "ended_at", "billed_until", "negative_since")
+"""What a tick writes of a block (its terms are the operator's)."""
+
+LEDGER: Final = Table(
+    "ledger",
+    Entry,
+    [
+        _own("id", BIGINT),
+        Column("ts", BIGINT, field="at"),
+        Column("account", VARCHAR),
+        Column("cluster", VARCHAR, null=True),
+        Column("island", VARCHAR, null=True),
+        Column("tick", BIGINT, null=True),
+        Column("kind", VARCHAR),
+        Column("node", VARCHAR, null=True),
+        Column("period_start", BIGINT, null=True),
+        Column("period_end", BIGINT, null=True),
+        Column("gpus", INTEGER),
+        Column("gpu_ms", BIGINT),
+        Column("rate", BIGINT, null=True),
+        Column("units", HUGEINT),
+    ],
+)
+
+
+# --- the market data a tick appends -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TickRow:
+    island: str
+    tick: int
+    time: datetime
+    vwap: Decimal | None
+    min: Decimal | None
+    max: Decimal | None
+    gpus: int
+    clusters: int
+    pending_gpus: int
+    reserve_price: Decimal
+    tick_seconds: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRateRow:
+    island: str
+    tick: int
+    time: datetime
+    cluster: str
+    gpus: int
+    rate: Decimal
+    amount_usd: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationRow:
+    island: str
+    tick: int
+    time: datetime
+    cluster: str
+    node: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class LadderRow:
+    island: str
+    tick: int
+    time: datetime
+    nodes: int
+    gpus: int
+    price: Decimal
+    contestable_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    island: str
+    tick: int
+    cluster: str
+    verdict: str
+
+
+_TICK = [Column("island", VARCHAR), Column("tick", BIGINT), Column("time", TIMESTAMPTZ)]
+
+TICKS: Final = Table(
+    "ticks",
+    TickRow,
+    [
+        *_TICK,
+        Column("vwap", USD, null=True),
+        Column("min", USD, null=True),
+        Column("max", USD, null=True),
+        Column("gpus", INTEGER),
+        Column("clusters", INTEGER),
+        Column("pending_gpus", INTEGER),
+        Column("reserve_price", USD),
+        # nullable as schema 4 added it; every tick writes it
+        Column("tick_seconds", SECONDS, null=True),
+    ],
+)
+
+CLUSTER_RATES: Final = Table(
+    "cluster_rates",
+    ClusterRateRow,
+    [
+        *_TICK,
+        Column("cluster", VARCHAR),
+        Column("gpus", INTEGER),
+        Column("rate", USD),
+        Column("amount_usd", USD),
+    ],
+)
+
+ALLOCATIONS: Final = Table(
+    "allocations",
+    AllocationRow,
+    [*_TICK, Column("cluster", VARCHAR), Column("node", VARCHAR), Column("kind", VARCHAR)],
+)
+
+LADDER: Final = Table(
+    "ladder",
+    LadderRow,
+    [
+        *_TICK,
+        Column("nodes", INTEGER),
+        Column("gpus", INTEGER),
+        Column("price", USD),
+        Column("contestable_at", TIMESTAMPTZ, null=True),
+    ],
+)
+
+VERDICTS: Final = Table(
+    "verdicts",
+    VerdictRow,
+    [
+        Column("island", VARCHAR),
+        Column("tick", BIGINT),
+        Column("cluster", VARCHAR),
+        Column("verdict", VARCHAR),
+    ],
+)
+
+TABLES: Final = (
+    ISLANDS,
+    ACCOUNTS,
+    CLUSTERS,
+    NODES,
+    JOBS,
+    JOB_EVENTS,
+    BLOCKS,
+    LEDGER,
+    TICKS,
+    CLUSTER_RATES,
+    ALLOCATIONS,
+    LADDER,
+    VERDICTS,
+)
+"""Every table of the market's store (the migrations' schema_version aside)."""

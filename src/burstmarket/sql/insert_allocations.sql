@@ -1,1 +1,0 @@
-INSERT INTO allocations BY NAME SELECT * FROM batch

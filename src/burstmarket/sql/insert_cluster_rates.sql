@@ -1,1 +1,0 @@
-INSERT INTO cluster_rates BY NAME SELECT * FROM batch

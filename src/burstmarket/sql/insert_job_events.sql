@@ -1,1 +1,0 @@
-INSERT INTO job_events BY NAME SELECT * FROM batch

@@ -1,1 +1,0 @@
-INSERT INTO ladder BY NAME SELECT * FROM batch

@@ -1,1 +1,0 @@
-INSERT INTO ledger BY NAME SELECT * FROM batch

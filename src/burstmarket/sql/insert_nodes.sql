@@ -1,1 +1,0 @@
-INSERT INTO nodes BY NAME SELECT * FROM batch

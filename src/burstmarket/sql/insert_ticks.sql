@@ -1,1 +1,0 @@
-INSERT INTO ticks BY NAME SELECT * FROM batch

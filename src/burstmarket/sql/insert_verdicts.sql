@@ -1,1 +1,0 @@
-INSERT INTO verdicts BY NAME SELECT * FROM batch
