@@ -28,7 +28,8 @@ test: $(STAMP) lint chromium
 
 # The browser test drives Debian's chromium (never a browser download of Playwright's own).
 chromium:
-	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clear.py

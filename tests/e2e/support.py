@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Server
+
+T = TypeVar("T")
+DEADLINE_SECONDS = 90
+
+
+def eventually(check: Callable[[], T | None], what: str, server: Server | None = None) -> T:
+    """Poll until `check()` gives something truthy, and return it: bounded, never a timing
+    assertion. Giving up shows the end of `server`'s log."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"never saw {what}" + (f":\n{server.log()[-3000:]}" if server else ""))
 
 
 def ok(response: httpx.Response, status: int = 200) -> Any:

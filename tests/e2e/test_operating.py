@@ -11,11 +11,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -27,26 +26,13 @@ from tests.e2e.support import (
     Scrape,
     bearer,
     declare,
+    eventually,
     make_account,
     make_cluster,
     make_island,
     ok,
     tick,
 )
-
-T = TypeVar("T")
-DEADLINE_SECONDS = 60
-
-
-def eventually(check: Callable[[], T | None], what: str) -> T:
-    """Poll until `check()` gives something (bounded; never a timing assertion)."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 def test_health_readiness_version_and_banner_on_the_manual_clock(server: Server) -> None:
