@@ -43,8 +43,9 @@ TICK_PART_SECONDS = Histogram(
 TICK_NUMBER = Gauge("burstmarket_tick", "The island's last committed tick.", ["island"])
 TICKS_LATE = Counter(
     "burstmarket_ticks_late",
-    "Runs of the real clock's tick loop (one tick of every island) that started over half an "
-    "interval late: the last one ran too long or the process was held up.",
+    "Times the real clock's tick loop fell behind, each also logged: a run (one tick of every "
+    "island) started over half an interval late, came due while the last still ran, or "
+    "overran its interval.",
 )
 DECLARES = Counter(
     "burstmarket_declares", "VM declarations accepted (PUT /api/vm/capacity answered 200)."

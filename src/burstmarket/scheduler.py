@@ -1,10 +1,15 @@
 """The real clock's tick loop: one APScheduler job, every island once per interval.
 
 The job never overlaps itself (max_instances=1); a run that could not start on time is
-coalesced into the next one and the lateness is logged and counted, so a tick is never skipped
-silently. The tick itself runs in a worker thread; listeners are called back here, on the event
-loop. The loop also knows when each island last ticked on the wall clock: `overdue` is what
-`/readyz` asks (api/health.py).
+coalesced into the next one and the lateness is logged, so a tick is never skipped silently.
+A run that takes longer than the interval is logged with its figures, and the next run starts
+at once, from the market as the long one committed it, at the next market time (the last
+tick's time plus one interval): ticks stay consecutive and their billed intervals contiguous
+however long one ran, instead of the market drifting behind the wall clock unbilled.
+The tick itself runs in a worker thread; listeners are called back here, on the event loop.
+Every such lateness is also counted (metrics.py). The loop knows when each island last ticked
+on the wall clock (`overdue`, what `/readyz` asks: api/health.py), and on stopping it lets the
+run under way end before the store closes.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -27,9 +33,15 @@ log = logging.getLogger(__name__)
 
 
 class TickScheduler:
-    def __init__(self, market: Market, interval_seconds: float) -> None:
+    def __init__(
+        self,
+        market: Market,
+        interval_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.market = market
         self.interval = interval_seconds
+        self._monotonic = monotonic
         self._scheduler: Any = None
         self._last_start: float | None = None
         self._idle = asyncio.Event()
@@ -48,8 +60,8 @@ class TickScheduler:
             coalesce=True,
             misfire_grace_time=None,
         )
-        scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-        now = time.monotonic()
+        scheduler.add_listener(self._on_missed, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
+        now = self._monotonic()
         self._ticked = dict.fromkeys(self.market.island_ids(), now)
         self._last_start = now  # the first run is due one interval from here
         scheduler.start()
@@ -70,11 +82,16 @@ class TickScheduler:
     def overdue(self, limit: float) -> dict[str, float]:
         """Every island whose last tick is more than `limit` wall-clock seconds old, with that
         age (an island that has not ticked since the start counts from the start)."""
-        now = time.monotonic()
+        now = self._monotonic()
         return {island: now - at for island, at in self._ticked.items() if now - at > limit}
 
+    def _late(self, message: str, *args: object) -> None:
+        """The loop fell behind: say so, and count it."""
+        metrics.TICKS_LATE.inc()
+        log.warning(message, *args)
+
     def _on_missed(self, event: JobEvent) -> None:
-        log.warning(
+        self._late(
             "tick late: a run was due at %s while the previous one was still running "
             "(it runs as soon as that one ends)",
             getattr(event, "scheduled_run_time", "?"),
@@ -83,21 +100,46 @@ class TickScheduler:
     async def _run(self) -> None:
         self._idle.clear()
         try:
-            await self._tick_every_island()
+            await self._run_until_on_time()
         finally:
             self._idle.set()
 
-    async def _tick_every_island(self) -> None:
-        started = time.monotonic()
-        gap = started - (self._last_start or started)
-        if gap > 1.5 * self.interval:
-            metrics.TICKS_LATE.inc()
-            log.warning("tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval)
+    async def _run_until_on_time(self) -> None:
+        started = self._monotonic()
+        if self._last_start is not None:
+            gap = started - self._last_start
+            if gap > 1.5 * self.interval:
+                self._late(
+                    "tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval
+                )
         self._last_start = started
+        catching_up = False
+        while True:
+            began = self._monotonic()
+            figures = await self._tick_all(catching_up)
+            took = self._monotonic() - began
+            if took <= self.interval:
+                return
+            self._late(
+                "tick overran its interval: %.3f s for an interval of %.3f s (%s); the next "
+                "tick runs now, from the market as committed, one interval after the last",
+                took,
+                self.interval,
+                "; ".join(figures),
+            )
+            catching_up = True
+
+    async def _tick_all(self, catching_up: bool) -> list[str]:
+        """Tick every island once; one line of figures per island."""
+        figures = []
+        interval_ns = round(self.interval * 1e9)
         for island in await anyio.to_thread.run_sync(self.market.island_ids):
-            self._ticked.setdefault(island, started)  # a new island is judged from here
+            last = self.market.figures.last(island)
+            at = last.time + interval_ns if catching_up and last is not None else None
+            began = self._monotonic()
+            self._ticked.setdefault(island, began)  # a new island is judged from here
             try:
-                event = await anyio.to_thread.run_sync(self.market.tick, island)
+                event = await anyio.to_thread.run_sync(self.market.tick, island, at)
             except Exception as exc:
                 fault = store_fault(exc)
                 if fault is None:
@@ -105,5 +147,12 @@ class TickScheduler:
                 else:  # a full disk: one line, and the next interval tries again
                     log.warning("tick of island %s not committed: %s", island, fault.detail)
                 continue
-            self._ticked[island] = time.monotonic()
+            self._ticked[island] = self._monotonic()
+            stats = event.stats
+            figures.append(
+                f"island {island} tick {event.tick} at {stats['time']}: "
+                f"{self._monotonic() - began:.3f} s, {stats['gpus']} GPUs held by "
+                f"{stats['clusters']} clusters, {stats['pending_gpus']} GPUs pending"
+            )
             self.market.publish(event)
+        return figures
