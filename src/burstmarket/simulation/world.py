@@ -101,12 +101,15 @@ class World:
                 await self.operator.set_packing(spec.name, True)
 
     def console_tenants(self) -> list[tuple[TenantSpec, str]]:
-        """A VM tenant and a Kubernetes tenant (the first of each) with their tokens: whom a
-        person running the demo signs in as on the console."""
-        firsts: dict[str, tuple[TenantSpec, str]] = {}
-        for spec, token in self._created:
-            firsts.setdefault(spec.kind, (spec, token))
-        return [firsts[kind] for kind in ("vm", "k8s") if kind in firsts]
+        """Whom a person running the demo signs in as on the console, with their tokens: the
+        first VM tenant, and the Kubernetes tenant that buys base load (so the page shows a
+        block), else the first Kubernetes one."""
+        created = self._created
+        vm = next((c for c in created if c[0].kind == "vm"), None)
+        k8s = next((c for c in created if c[0].base_load is not None), None) or next(
+            (c for c in created if c[0].kind == "k8s"), None
+        )
+        return [c for c in (vm, k8s) if c is not None]
 
     async def start(self, now: datetime) -> None:
         """Start every tenant (set up first)."""
