@@ -61,7 +61,8 @@ async def console() -> Response[bytes]:
 
 @get("/static/{name:path}", include_in_schema=False)
 async def static_file(name: FromPath[str]) -> Response[bytes]:
-    """The dashboard's script, styles and chart, the docs UI's (shipped in the package)."""
+    """The dashboard's and the console's scripts, styles and charts, the docs UI's (shipped in the
+    package)."""
     path = STATIC_FILES.get(name.lstrip("/"))
     if path is None:
         raise NotFound("no such static file", path=name)
