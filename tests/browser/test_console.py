@@ -432,3 +432,27 @@ def billing_query(page: Page) -> dict[str, str]:
     market's latest tick)."""
     query = page.locator("#billing").get_attribute("data-query") or ""
     return dict(part.split("=", 1) for part in query.split("&"))
+
+
+@pytest.mark.e2e
+def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_block(
+    shared_server: Server, open_page: OpenPage, tmp_path: Path
+) -> None:
+    server = shared_server
+    island = "con-closed"
+    island_of_8_gpu_nodes(server, island, 4)
+    post_offers(server, island, [(8, 24, 2.0)], reservable_nodes=2, buying_open=False)
+    make_account(server, "con-closed-acct", 1000)
+    auth = make_cluster(server, "con-closed-acct", island, "k8s", "con-closed-k")
+    page = open_page()
+    sign_in(page, server, auth)  # before the island's first tick: the page waits for it
+    closed = page.locator("#buy .closed")
+    assert closed.inner_text() == (
+        "Buying base load on this island is not open here: your account team arranges the "
+        "block.")
+    assert page.locator("#buy table.offers").is_hidden()
+    page.wait_for_function("() => document.getElementById('status').dataset.state === 'waiting'",
+                           timeout=WAIT_MS)
+    settled(page, run_tick(server, island))
+    assert page.locator("#status").get_attribute("data-state") == "live"
+    page.screenshot(path=str(tmp_path / "buying-closed.png"), full_page=True)
