@@ -456,3 +456,9 @@ def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_bloc
     settled(page, run_tick(server, island))
     assert page.locator("#status").get_attribute("data-state") == "live"
     page.screenshot(path=str(tmp_path / "buying-closed.png"), full_page=True)
+
+    # signing out leaves nothing of the cluster in the tab, not even hidden
+    page.click("#sign-out")
+    page.locator("#sign-in").wait_for(state="visible", timeout=WAIT_MS)
+    assert "con-closed" not in page.content()
+    assert page.evaluate("() => sessionStorage.length") == 0

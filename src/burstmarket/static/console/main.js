@@ -24,6 +24,8 @@ const REASONS = {
     + "enabled for this cluster",
 };
 
+const SIGNED_OUT = "burstmarket.console.signed-out";  // why the last session ended
+
 let me = null;          // the signed-in cluster: {id, account, island, kind, gpus_per_node}
 let socket = null;
 let lastTick = 0, lastTime = null;
@@ -106,15 +108,12 @@ async function signIn(value) {
   await refresh();
 }
 
+// Signing out loads the page afresh: nothing of the cluster stays in it, not even hidden, for
+// whoever signs in next in this tab. The reason, if any, is said on the sign-in form.
 function signOut(message) {
   token.clear();
-  me = null;
-  if (socket) { socket.onclose = null; socket.close(); socket = null; }
-  $("#console").hidden = true;
-  $("#who").hidden = true;
-  $("#sign-in").hidden = false;
-  say($("#sign-in-error"), message || "");
-  setStatus("signed-out", "");
+  if (message) sessionStorage.setItem(SIGNED_OUT, message);
+  location.reload();
 }
 
 function setStatus(state, text) {
@@ -149,7 +148,7 @@ function connect() {
   socket.onmessage = (event) => onMessage(JSON.parse(event.data));
   socket.onclose = () => {
     setStatus("down", "feed disconnected · reconnecting…");
-    setTimeout(() => { if (me) connect(); }, 2000);
+    setTimeout(connect, 2000);
   };
 }
 
@@ -194,7 +193,7 @@ function refresh() {
         if (error.code === "unauthorized") { signOut(error.message); return; }
         setStatus("down", error.message);
       }
-    } while (again && me);
+    } while (again);
   })().finally(() => { refreshing = null; });
   return refreshing;
 }
@@ -580,4 +579,6 @@ for (const select of document.querySelectorAll("#billing select")) {
 }
 $("#billing .csv").addEventListener("click", downloadCsv);
 
+say($("#sign-in-error"), sessionStorage.getItem(SIGNED_OUT));
+sessionStorage.removeItem(SIGNED_OUT);
 if (token.get()) signIn(token.get());
