@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 
 from tests.conftest import Server, StartServer
-from tests.e2e.support import bearer, ok
-
-DEADLINE_SECONDS = 90
-
-
-def wait_for(server: Server, check: Any, what: str) -> Any:
-    """Poll until `check()` returns something truthy (bounded; never a timing assertion)."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"never saw {what}:\n{server.log()[-3000:]}")
+from tests.e2e.support import bearer, eventually, ok
 
 
 def stats(server: Server, island: str) -> dict[str, Any] | None:
@@ -38,10 +24,12 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     # set, so the process makes its own
     server = start_server("--simulate", "--speed", "300", operator_token=None)
     assert "dashboard http://127.0.0.1:" in server.log()
-    wait_for(
-        server,
+    assert "market time 300x real time: the manual clock, which the simulation ticks" in (
+        server.log())
+    eventually(
         lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},
         "two islands",
+        server,
     )
     vwaps: dict[str, set[float]] = {"ref": set(), "edge": set()}
 
@@ -52,20 +40,20 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
                 seen.add(now["vwap"])
         return all(len(seen) >= 3 for seen in vwaps.values())
 
-    wait_for(server, moving, "the vwap of both islands taking three values")
+    eventually(moving, "the vwap of both islands taking three values", server)
     # every tenant is a real cluster with its own token, held by the simulation's state file
     tokens = json.loads((server.data_dir / "simulation.json").read_text())["tokens"]
     kinds = {name.rsplit("-", 1)[1] for name in tokens}
     assert kinds == {"vm", "k8s"}
     k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
-    jobs = wait_for(
-        server, lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs"
+    jobs = eventually(
+        lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs", server
     )
     assert {job["state"] for job in jobs} <= {"pending", "running", "finished"}
     # one tenant buys a base load block on its own and runs jobs smaller than a node on it
     base = bearer(next(token for name, token in tokens.items() if name.endswith("-base-k8s")))
-    block = wait_for(
-        server, lambda: ok(server.client.get("/api/base-load", headers=base))["live"], "a block"
+    block = eventually(
+        lambda: ok(server.client.get("/api/base-load", headers=base))["live"], "a block", server
     )
     assert (block["origin"], block["gpus"]) == ("purchase", 16)
 
@@ -73,7 +61,7 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
         jobs = ok(server.client.get("/api/k8s/jobs", headers=base))
         return [j for j in jobs if j["gpus_per_pod"] is not None and j["state"] == "running"]
 
-    running = wait_for(server, small_running, "a job smaller than a node running on the block")
+    running = eventually(small_running, "a job smaller than a node running on the block", server)
     assert all(j["pods"] * j["gpus_per_pod"] <= 8 and len(j["node_ids"]) == 1 for j in running)
     # the operator endpoints stay closed to anyone without the process's own token
     refused = server.client.post("/api/admin/ticks", json={"count": 1})
