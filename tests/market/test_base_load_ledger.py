@@ -1,7 +1,8 @@
 """The base load ledger reconciles (a property, on random runs of a real market on a real DuckDB
 file): purchases with and without a security deposit, changes of rate, size and end date,
 credits, corrections that drive a balance below zero for a day (cancelling its blocks), wires,
-jobs on the blocks stepping down into the market, and hourly ticks between them.
+jobs on the blocks stepping down into the market, jobs bidding on the market beyond the blocks
+and finishing, nodes cordoned and back (charges, holds, refunds), and hourly ticks between them.
 
 After every run, for every account and purchase, the money is checked against a model kept by
 the test itself from what it asked for and the rules of docs/market.md "Buying": the deposit
@@ -68,7 +69,14 @@ actions = st.lists(
         ),
         st.tuples(st.just("credit"), st.sampled_from("xy"), st.sampled_from([-20_000, -500, 800])),
         st.tuples(st.just("wire"), st.sampled_from("xy"), st.sampled_from([1_000, 8_000, 20_000])),
-        st.tuples(st.just("job"), st.sampled_from(CLUSTERS), st.integers(1, 2)),
+        st.tuples(
+            st.just("job"),
+            st.sampled_from(CLUSTERS),
+            st.integers(1, 3),
+            st.sampled_from([None, 2 * USD]),  # no price: the block only; else the market too
+        ),
+        st.tuples(st.just("finish"), st.sampled_from(CLUSTERS)),
+        st.tuples(st.just("node"), st.sampled_from(["market", "block"]), st.booleans()),
         st.tuples(st.just("tick"), st.sampled_from([1, 5, 30])),
         st.tuples(st.just("drain"), st.sampled_from("xy")),
     ),
@@ -93,7 +101,8 @@ def test_the_ledger_reconciles_with_the_balances_after_any_run(
     steps: list[tuple[Any, ...]],
     opening: tuple[int, int],
 ) -> None:
-    """Each account's first cluster buys a cell, then the steps run."""
+    """Each account's first cluster buys a cell, one job bids beyond its block, then the steps
+    run."""
     path: Path = tmp_path_factory.mktemp("ledger")
     market_settings = Settings(clock="manual", data_dir=path, tick_seconds=3600)
     db = Database(market_settings.database_path)
@@ -101,7 +110,9 @@ def test_the_ledger_reconciles_with_the_balances_after_any_run(
         buys: list[tuple[Any, ...]] = [
             ("buy", cluster, cell) for cluster, cell in zip(CLUSTERS, first, strict=False)
         ]
-        _run(Market(db, ManualClock(T0), market_settings), buys + steps, opening)
+        # a job larger than any block: the rest bids on the market (charges from the start)
+        market: list[tuple[Any, ...]] = [("job", "x-1", 4, 2 * USD), ("tick", 1)]
+        _run(Market(db, ManualClock(T0), market_settings), buys + market + steps, opening)
     finally:
         db.close()
 
@@ -151,9 +162,27 @@ def _run(market: Market, steps: list[tuple[Any, ...]], opening: tuple[int, int])
                     operator.wire(account, amount * USD)
                     model.paid_in[account] += amount * USD * UNITS
                     _apply_wire(model, account, amount * USD * UNITS)
-                case ("job", cluster, nodes):
+                case ("job", cluster, nodes, price):
                     jobs += 1
-                    tenant.create_job(cluster, f"j{jobs}", nodes, None, None)
+                    tenant.create_job(cluster, f"j{jobs}", nodes, None, price)
+                case ("finish", cluster):
+                    # its nodes go idle: held for the minimum hold or the grace, then released
+                    running = [j.name for j in tenant.jobs(cluster) if j.state != "finished"]
+                    if running:
+                        tenant.finish_job(cluster, running[0])
+                case ("node", held, back):
+                    # a market node out of service stops billing (its interval refunded); a
+                    # block's is replaced; either comes back with `back`
+                    nodes = _rows(
+                        market,
+                        "SELECT id FROM nodes WHERE cluster IS NOT NULL AND service IS NULL "
+                        "AND (block IS NULL) = ? ORDER BY idx",
+                        held == "market",
+                    )
+                    if nodes:
+                        operator.nodes.act("p", nodes[0][0], "cordon")
+                        if back:
+                            operator.nodes.act("p", nodes[0][0], "uncordon")
                 case ("tick", count):
                     _ticks(market, model, count)
                 case ("drain", account):
