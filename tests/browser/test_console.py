@@ -291,7 +291,7 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert cell(page, 24, 24).inner_text() == f"sold out until {until}"
     assert cell(page, 32, 24).inner_text() == f"sold out until {until}"
     assert cell(page, 64, 24).inner_text() == "not available on this island"
-    assert page.locator("#buy thead td").all_inner_texts() == [
+    assert page.locator("#buy thead th").all_inner_texts() == [
         "size", "1 day (24 h)", "30 days (720 h)"]
 
     # a block the balance covers: its price, no deposit; Buy, and the card folds

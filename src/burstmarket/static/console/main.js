@@ -40,16 +40,10 @@ function el(tag, text, attrs = {}) {
   return node;
 }
 
-function row(cells, attrs) {
+function row(cells, attrs, cell = "td") {
   const tr = el("tr", null, attrs);
-  for (const cell of cells) tr.appendChild(cell instanceof Node ? wrap(cell) : el("td", cell));
+  for (const text of cells) tr.appendChild(el(cell, text));
   return tr;
-}
-
-function wrap(node) {
-  const td = el("td");
-  td.appendChild(node);
-  return td;
 }
 
 function say(node, message) {
@@ -263,7 +257,7 @@ async function showOffers() {
     + "open here: your account team arranges the block.");
   const sizes = [...new Set(offers.cells.map((c) => c.size_gpus))].sort((a, b) => a - b);
   const terms = [...new Set(offers.cells.map((c) => c.term_hours))].sort((a, b) => a - b);
-  const head = row([el("span", "size"), ...terms.map((t) => el("span", hours(t)))]);
+  const head = row(["size", ...terms.map(hours)], {}, "th");
   $("table.offers thead", card).replaceChildren(head);
   $("table.offers", card).hidden = !offers.buying_open || !offers.cells.length;
   const byKey = new Map(offers.cells.map((c) => [`${c.size_gpus}:${c.term_hours}`, c]));
@@ -343,8 +337,9 @@ async function showCapacity() {
     checkGrid();
   }
   const box = $("#held");
-  $(".holding", box).textContent = `Holding ${cap.held_gpus} GPUs (${plural(cap.nodes.length, "node")}) of `
-    + `${cap.max_gpus} declared at most ${rate(cap.max_price_per_gpu_hour)}`
+  $(".holding", box).textContent = `Holding ${cap.held_gpus} GPUs `
+    + `(${plural(cap.nodes.length, "node")}) of ${cap.max_gpus} declared at most `
+    + rate(cap.max_price_per_gpu_hour)
     + (cap.rate === null ? "." : `; paying ${rate(cap.rate)} now.`);
   box.dataset.held = String(cap.held_gpus);
   const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
@@ -383,8 +378,8 @@ function costNow() {
   const nodes = gpus ? Math.ceil(gpus / me.gpus_per_node) : 0;
   const rung = ladder.find((r) => r.nodes === nodes);
   $(".cost-now", form).textContent = rung
-    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, ${usd(rung.price_per_gpu_hour * rung.gpus)}`
-      + " per hour in all" + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
+    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, `
+      + `${usd(rung.price_per_gpu_hour * rung.gpus)} per hour in all` + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
     : "";
   for (const tr of document.querySelectorAll("#ladder tbody tr")) {
     tr.classList.toggle("chosen", Number(tr.dataset.nodes) === nodes);
@@ -402,7 +397,7 @@ function showLadder() {
     / me.gpus_per_node) : 0;
   const shown = ladder.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
   if (!shown.length) {
-    body.replaceChildren(row([el("span", "no node can be contested now")]));
+    body.replaceChildren(row(["no node can be contested now"]));
   } else {
     body.replaceChildren(...shown.map((r) => row([
       r.nodes, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
