@@ -132,6 +132,10 @@ class LiveJob:
     """Running time after which it crashes (and is restarted), if it is one of those."""
     restarts: int = field(default=0)
 
+    @property
+    def shape(self) -> Shape:
+        return self.pods, self.gpus_per_pod
+
 
 class K8sTenant(SimulatedTenant):
     def __init__(
@@ -187,7 +191,7 @@ class K8sTenant(SimulatedTenant):
     async def _backlog(self, now: datetime) -> None:
         """Arrive with the work a tenant in the steady state has on hand (each job part-way
         through), rather than ramping up over an hour."""
-        busy = sum(self._nodes((job.pods, job.gpus_per_pod)) for job in self.jobs.values())
+        busy = sum(self._nodes(job.shape) for job in self.jobs.values())
         while busy < self.spec.typical_nodes * demand_factor(now):
             shape = self._shape()
             await self._submit(shape, now, self._work() * self.rng.uniform(0.05, 1))
@@ -233,8 +237,7 @@ class K8sTenant(SimulatedTenant):
         if job.crash_after is not None and ran >= job.crash_after:
             await self._finish(name)
             log.debug("%s: job %s crashed; restarting it", self.spec.name, name)
-            shape = (job.pods, job.gpus_per_pod)
-            await self._submit(shape, now, job.work - job.crash_after, job.restarts + 1)
+            await self._submit(job.shape, now, job.work - job.crash_after, job.restarts + 1)
         elif ran >= job.work:
             await self._finish(name)
         else:
