@@ -83,6 +83,7 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         data_dir: Path | None = None,
         env: dict[str, str] | None = None,
         operator_token: str | None = OPERATOR_TOKEN,
+        command: Path = BURSTMARKET,
     ) -> Server:
         data = data_dir or tmp_path / "data"
         port = free_port()
@@ -95,7 +96,7 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [
-                    str(BURSTMARKET),
+                    str(command),
                     "serve",
                     "--data-dir",
                     str(data),
