@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean chromium
+.PHONY: run test test-fast lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ lint: $(STAMP)
 
 test: $(STAMP) lint chromium
 	$(BIN)/pytest
+
+# The fast loop: every test that starts no server (tests/conftest.py marks the others e2e).
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not e2e"
 
 # The browser test drives Debian's chromium (never a browser download of Playwright's own).
 chromium:

@@ -207,6 +207,7 @@ def failing_server() -> Iterator[str]:
     httpd.server_close()
 
 
+@pytest.mark.e2e
 def test_failures_are_the_clients_own_errors(failing_server: str) -> None:
     nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     with SyncTenantClient(nobody, "t") as me, pytest.raises(Unreachable) as down:
