@@ -1,11 +1,18 @@
-"""Large, realistic islands from a seed (shared by bench/ and tests/auction/test_cpsat.py), and
-the CP-SAT formulation of winner determination both use as an independent reference.
+"""Large, realistic islands from a seed (shared by bench/ and tests/auction/), and the CP-SAT
+formulation of winner determination both use as an independent reference.
 
 The market modelled: a reserve of 1 USD per GPU-hour and a going rate near 2.20 USD; each
-cluster's ceiling spread around it (log-normal, a few under the reserve); VM clusters declare
-many 1-node units at one price, Kubernetes clusters run gangs of 1 to 64 nodes (most small) at the
-cluster's limit price or a job's own; a few clusters hold nodes under an open protection window.
-Ages are seconds within the last day, with ties (a VM declaration's units share one `since`).
+cluster's ceiling spread around it (log-normal, a few under the reserve); a few clusters hold
+nodes under an open protection window. Three families:
+
+- `island` (friendly): VM clusters declare many 1-node units at one price and mostly one
+  `since`, Kubernetes clusters run gangs of 1 to 64 nodes (most small) at the cluster's limit
+  price or, for one job in five, a job's own. Equal units bundle.
+- `kubernetes_heavy`: nine clusters in ten run Kubernetes jobs, every job at its own limit price,
+  each cluster several jobs of different gang sizes (any size from 1 to 64, most small), every
+  unit a different age. The core's hard case: many gangs that would displace many winners.
+- `vm_heavy`: nine clusters in ten are VM clusters, each declaration at its own ceiling and
+  grown step by step (every unit a different age); the rest as in `kubernetes_heavy`.
 """
 
 from __future__ import annotations
@@ -75,6 +82,67 @@ def island(
     return IslandInput(
         nodes=nodes - sum(p.nodes for p in protected),
         gpus_per_node=gpus_per_node,
+        reserve_price=RESERVE,
+        units=tuple(demand),
+        protected=protected,
+    )
+
+
+def kubernetes_heavy(
+    nodes: int, units: int, clusters: int, *, protected_clusters: int = 20, seed: int = 0
+) -> IslandInput:
+    """Heterogeneous demand, Kubernetes-heavy: see the module's docstring."""
+    return _heterogeneous(nodes, units, clusters, 0.1, protected_clusters, seed)
+
+
+def vm_heavy(
+    nodes: int, units: int, clusters: int, *, protected_clusters: int = 20, seed: int = 0
+) -> IslandInput:
+    """Heterogeneous demand, VM-heavy: see the module's docstring."""
+    return _heterogeneous(nodes, units, clusters, 0.9, protected_clusters, seed)
+
+
+def _gang_size(rng: random.Random) -> int:
+    """1 to 64 nodes, any size, most small: a power of two, or a size just off one."""
+    size: int = rng.choices(GANG_SIZES, weights=GANG_WEIGHTS)[0]
+    if size > 2 and rng.random() < 0.5:
+        size = rng.randint(size // 2 + 1, size)
+    return size
+
+
+def _heterogeneous(
+    nodes: int, units: int, clusters: int, vm_share: float, protected_clusters: int, seed: int
+) -> IslandInput:
+    rng = random.Random(seed)
+    weights = [rng.paretovariate(1.2) for _ in range(clusters)]
+    counts = [1] * clusters
+    for k in rng.choices(range(clusters), weights=weights, k=units - clusters):
+        counts[k] += 1
+    # every unit a different age: distinct milliseconds within the last day, dealt out at random
+    ages = iter(rng.sample(range(86_400_000), units))
+
+    demand: list[Unit] = []
+    ceilings: dict[str, int] = {}
+    for k, count in enumerate(counts):
+        vm = rng.random() < vm_share
+        name = f"{'vm' if vm else 'k8s'}-{k:05d}"
+        ceiling = _grid(GOING_RATE * math.exp(rng.gauss(0, 0.25)))
+        ceilings[name] = ceiling
+        for j in range(count):
+            if vm:
+                demand.append(Unit(f"{name}/{j}", name, 1, ceiling, next(ages)))
+            else:
+                price = _grid(ceiling * rng.uniform(0.7, 1.3))
+                demand.append(Unit(f"{name}/{j}", name, _gang_size(rng), price, next(ages)))
+    rng.shuffle(demand)
+
+    holders = rng.sample(sorted(ceilings), min(protected_clusters, clusters))
+    protected = tuple(
+        Protected(name, rng.choice((1, 1, 2, 4, 8)), ceilings[name]) for name in holders
+    )
+    return IslandInput(
+        nodes=nodes - sum(p.nodes for p in protected),
+        gpus_per_node=8,
         reserve_price=RESERVE,
         units=tuple(demand),
         protected=protected,

@@ -130,6 +130,10 @@ def render_clearing(clearing: Clearing) -> dict[str, Any]:
             for name, c in clearing.clusters.items()
         },
         "ladder": render_ladder(clearing.ladder),
-        "stats": render_stats(clearing.stats),
+        "stats": {
+            **render_stats(clearing.stats),
+            "core_rounds": clearing.core_rounds,
+            "core_exact": clearing.core_exact,
+        },
         "bid_too_low": sorted(clearing.bid_too_low),
     }

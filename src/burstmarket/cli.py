@@ -82,6 +82,16 @@ def serve(
     rate_burst: Annotated[
         int, typer.Option(min=1, help="Requests a cluster token may make at once.")
     ] = 200,
+    feed_backlog: Annotated[
+        int,
+        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
+                     "closed 4008 slow-consumer."),
+    ] = 256,
+    feed_ping_seconds: Annotated[
+        float,
+        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
+                     "a ping unanswered this long is closed 4008 slow-consumer."),
+    ] = 20.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -103,6 +113,8 @@ def serve(
         tick_seconds=tick_seconds,
         rate_per_second=rate_limit,
         rate_burst=rate_burst,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
     )
     if (simulate or speed is not None) and settings.operator_token is None:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))

@@ -86,9 +86,9 @@ class MarketDB(Database):
         cur = self.con.cursor()
         cur.execute("BEGIN TRANSACTION")
         cur.execute(
-            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve),
-             Decimal(TICK.total_seconds())],
+             Decimal(TICK.total_seconds()), 1, True],
         )
         for name, (held, _) in holdings.items():
             amount = (rates[name] * held * Decimal(TICK.total_seconds()) / 3600).quantize(SIX)
@@ -131,7 +131,7 @@ def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None
         """
         INSERT INTO ticks
         SELECT $island, t, $start + (t - 1) * INTERVAL 10 SECOND, $vwap, $vwap, $vwap, 8, 1, 0,
-               1.5, 10
+               1.5, 10, 1, true
         FROM range($first, $stop) AS r(t)
         """,
         {"island": island, "start": START, "vwap": Decimal(vwap), "first": ticks.start,

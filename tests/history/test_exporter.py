@@ -37,10 +37,12 @@ def history(root: Path, table: str) -> list[tuple[object, ...]]:
 
 def live(db: MarketDB, table: str, before: str) -> list[tuple[object, ...]]:
     """The live rows of closed windows in the history's column order: each with its tick's
-    interval (`ticks` has its own), island last."""
+    interval (`ticks` has its own), island last. How the core was reached (`core_rounds`,
+    `core_exact`) is the operator's, in the store only."""
     interval = "" if table == "ticks" else "t.tick_seconds,"
+    operators = ", core_rounds, core_exact" if table == "ticks" else ""
     rows = db.con.execute(
-        f"SELECT x.* EXCLUDE (island), {interval} x.island FROM {table} AS x "
+        f"SELECT x.* EXCLUDE (island{operators}), {interval} x.island FROM {table} AS x "
         "JOIN ticks AS t ON t.island = x.island AND t.tick = x.tick "
         f"WHERE x.time < TIMESTAMPTZ '{before}' ORDER BY ALL"
     ).fetchall()

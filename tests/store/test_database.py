@@ -25,6 +25,8 @@ CONTRACT = {
         "pending_gpus",
         "reserve_price",
         "tick_seconds",
+        "core_rounds",
+        "core_exact",
     ],
     "cluster_rates": ["island", "tick", "time", "cluster", "gpus", "rate", "amount_usd"],
     "allocations": ["island", "tick", "time", "cluster", "node", "kind"],

@@ -24,7 +24,7 @@ from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.errors import NotFound
-from burstmarket.feed import build_feed
+from burstmarket.feed import FeedOptions, build_feed
 from burstmarket.history import dictionary
 from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
@@ -86,7 +86,10 @@ def create_app(settings: Settings) -> Litestar:
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(db, settings)
+    feed = build_feed(
+        db, settings, FeedOptions(backlog=settings.feed_backlog,
+                                  ping_seconds=settings.feed_ping_seconds)
+    )
     market.listeners.append(feed.on_tick)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
 

@@ -3,60 +3,69 @@ verdicts, in one pass.
 
 Units are taken oldest first. Of all optimal allocations the market wants the one holding the
 oldest unit on which any two differ, so deciding units greedily in age order is exact: unit i is
-taken iff an optimum still exists that agrees with every older decision and holds i. With the
-table over the younger units (knapsack.suffix_tables) that test is two lookups.
+taken iff an optimum still exists that agrees with every older decision and holds i, that is iff
+value_i + T_{i+1}[x − size_i] ≥ T_{i+1}[x] at the capacity x left, T_{i+1} being the table over
+the younger units. One pass over the units, youngest first, builds T_0 and records that verdict
+for every unit and every capacity as one bit; the walk then reads one bit per unit.
 
 The ladder needs, for a capacity X < S, whether the preferred optimum at X holds an older unit
 than the preferred optimum at S where the two first differ (then a newcomer priced exactly at the
-break-even wins the tie). Those "probes" ride along in the same pass.
+break-even wins the tie). Those "probes" walk the same bits alongside.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from burstmarket.auction.knapsack import Item, Table
+from burstmarket.auction import kernels
+from burstmarket.auction.knapsack import Table
 
 
 @dataclass(frozen=True, slots=True)
 class Decisions:
     chosen: list[bool]
-    """Per unit, in age order: held by the preferred optimum at the full supply."""
+    """Per unit, in age order: held by the preferred optimum at the capacity walked."""
     probe_wins: dict[int, bool]
     """Per probe capacity: True when its preferred optimum is preferred at the first difference."""
 
 
-def decide(
-    items: Sequence[Item], supply: int, suffixes: Iterator[Table], probes: Sequence[int]
-) -> Decisions:
-    """Walk units oldest first. `suffixes` yields, per unit, the table over the younger units.
+@dataclass(frozen=True, slots=True)
+class Optima:
+    """The best value at every capacity over all units (`full`), and their take-bits."""
 
-    Probes can number in the hundreds (a run of equal marginal bids makes every n a break-even
-    on the grid), so they move together as arrays and leave as soon as they differ.
-    """
-    capacity = supply
-    chosen: list[bool] = []
-    probe_ids = np.asarray(probes, dtype=np.int64)
-    probe_left = probe_ids.copy()  # what each open probe has left
-    probe_wins: dict[int, bool] = {}
-    for (size, value), table in zip(items, suffixes, strict=True):
-        take = size <= capacity and value + int(table[capacity - size]) >= int(table[capacity])
-        chosen.append(take)
-        if take:
-            capacity -= size
-        if probe_ids.size:
-            shifted = table[np.maximum(probe_left - size, 0)]
-            probe_take = (probe_left >= size) & (value + shifted >= table[probe_left])
-            differ = ~probe_take if take else probe_take
-            if differ.any():
-                probe_wins.update(dict.fromkeys(probe_ids[differ].tolist(), not take))
-                keep = ~differ
-                probe_ids, probe_left = probe_ids[keep], probe_left[keep]
-            if take:  # the probes still open decided as the main walk did
-                probe_left = probe_left - size
-    # a probe that never differed holds the same units: nothing older separates them
-    probe_wins.update(dict.fromkeys(probe_ids.tolist(), True))
-    return Decisions(chosen, probe_wins)
+    full: Table
+    sizes: npt.NDArray[np.int64]
+    bits: npt.NDArray[np.uint8]
+    always: npt.NDArray[np.int64]
+
+    def decide(self, capacity: int, probes: Sequence[int]) -> Decisions:
+        chosen, verdicts = kernels.walk_bits(
+            self.bits, self.always, self.sizes, capacity, np.asarray(probes, dtype=np.int64)
+        )
+        return Decisions(
+            chosen.tolist(),
+            dict(zip(probes, (bool(v) for v in verdicts.tolist()), strict=True)),
+        )
+
+
+def optima(sizes: npt.NDArray[np.int64], values: npt.NDArray[np.int64], supply: int) -> Optima:
+    """Units in age order, oldest first. Memory: one bit per unit and capacity."""
+    full, bits, always = kernels.optima(sizes, values, supply, ~dominated(sizes, values, supply))
+    return Optima(full, sizes, bits, always)
+
+
+def dominated(
+    sizes: npt.NDArray[np.int64], values: npt.NDArray[np.int64], supply: int
+) -> npt.NDArray[np.bool_]:
+    """Units no optimum on at most `supply` nodes holds: those for which at least `supply`
+    single-node units bid strictly more per node. A plan holding such a unit of k nodes uses
+    at most supply − k of those, so k of them are left, and taking them instead is worth more.
+    Leaving these units out changes no table entry up to `supply`, and no choice among optima."""
+    per_node = values // np.maximum(sizes, 1)
+    singles = np.sort(per_node[sizes == 1])
+    above = len(singles) - np.searchsorted(singles, per_node, side="right")
+    return above >= supply

@@ -6,17 +6,22 @@ reserve: a unit of k nodes at price p is worth (p − r)·k·g.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
+from math import isqrt
 
 import numpy as np
+import numpy.typing as npt
 
-from burstmarket.auction.allocation import decide
-from burstmarket.auction.core import Winner, core_payments
-from burstmarket.auction.knapsack import Item, Table, add_group, empty, suffix_tables
+from burstmarket.auction import kernels
+from burstmarket.auction.allocation import optima
+from burstmarket.auction.core import CorePayments, Winner, core_payments
+from burstmarket.auction.knapsack import Table
 from burstmarket.auction.types import Clearing, ClusterClearing, IslandInput, Rung, Stats, Unit
-from burstmarket.auction.without import values_without
 from burstmarket.money import PRICE_STEP, round_div
+
+Ints = npt.NDArray[np.int64]
+
+_TABLE_BUDGET = 128 << 20  # bytes of the VCG's suffix tables kept at once
 
 
 def clear(island: IslandInput) -> Clearing:
@@ -28,23 +33,25 @@ def clear(island: IslandInput) -> Clearing:
         key=lambda i: (island.units[i].since, i),
     )
     units = [island.units[i] for i in bidding]
-    items: list[Item] = [(u.nodes, (u.price - reserve) * u.nodes * g) for u in units]
+    sizes = np.array([u.nodes for u in units], dtype=np.int64)
+    values = (np.array([u.price for u in units], dtype=np.int64) - reserve) * sizes * g
 
-    full, walk = suffix_tables([[item] for item in items], supply + 1)
+    found = optima(sizes, values, supply)
+    full = found.full
     best = int(full[supply])
-    decisions = decide(items, supply, walk(), _ladder_probes(full, supply, g))
-    used = sum(u.nodes for u, taken in zip(units, decisions.chosen, strict=True) if taken)
+    decisions = found.decide(supply, _ladder_probes(full, supply, g))
+    chosen = np.array(decisions.chosen, dtype=np.bool_)
+    used = int(sizes[chosen].sum())
     probe_wins = dict(decisions.probe_wins)
     # break-even exactly at the reserve with fewer than n nodes free (rare: another optimum packs
     # tighter than the preferred one) needs probes known only once `used` is: a second walk
     level = [int(c) for c in np.flatnonzero(full[:used] == best)]
     if level:
-        probe_wins.update(decide(items, supply, walk(), level).probe_wins)
+        probe_wins.update(found.decide(supply, level).probe_wins)
     ladder = _ladder(full, supply, g, reserve, supply - used, probe_wins)
 
-    won_units = [u for u, taken in zip(units, decisions.chosen, strict=True) if taken]
-    clusters = _payments(island, units, won_units, best)
-    winner_ids = {u.id for u in won_units}
+    clusters, core = _payments(island, units, sizes, values, chosen, best)
+    winner_ids = {units[i].id for i in np.flatnonzero(chosen).tolist()}
     winners = tuple(u.id for u in island.units if u.id in winner_ids)
     return Clearing(
         winners=winners,
@@ -53,6 +60,8 @@ def clear(island: IslandInput) -> Clearing:
         stats=_stats(clusters),
         value=best,
         bid_too_low=bid_too_low,
+        core_rounds=core.rounds,
+        core_exact=core.exact,
     )
 
 
@@ -68,54 +77,66 @@ def _ladder_probes(full: Table, supply: int, g: int) -> list[int]:
 def _ladder(
     full: Table, supply: int, g: int, reserve: int, free: int, probe_wins: dict[int, bool]
 ) -> tuple[Rung, ...]:
-    rungs = []
-    for n in range(1, supply + 1):
-        if n <= free:
-            price = reserve
-        else:
-            steps, rest = divmod(int(full[supply] - full[supply - n]), n * g * PRICE_STEP)
-            if rest or not probe_wins[supply - n]:
-                steps += 1
-            price = reserve + steps * PRICE_STEP
-        rungs.append(Rung(nodes=n, gpus=n * g, price=price))
-    return tuple(rungs)
+    n = np.arange(1, supply + 1)
+    steps, rest = np.divmod(full[supply] - full[supply - n], n * g * PRICE_STEP)
+    # one step above the break-even unless it is on the grid and the newcomer wins the tie there
+    lost = np.array([not probe_wins.get(supply - k, False) for k in n[rest == 0].tolist()])
+    above = rest != 0
+    above[rest == 0] = lost
+    prices = np.where(n <= free, reserve, reserve + (steps + above) * PRICE_STEP)
+    return tuple(
+        Rung(nodes=k, gpus=k * g, price=price)
+        for k, price in zip(n.tolist(), prices.tolist(), strict=True)
+    )
 
 
 def _payments(
-    island: IslandInput, units: Sequence[Unit], won: Sequence[Unit], best: int
-) -> dict[str, ClusterClearing]:
+    island: IslandInput,
+    units: Sequence[Unit],
+    sizes: Ints,
+    values: Ints,
+    chosen: npt.NDArray[np.bool_],
+    best: int,
+) -> tuple[dict[str, ClusterClearing], CorePayments]:
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
-    groups: dict[str, list[Item]] = defaultdict(list)
-    for u in units:
-        groups[u.cluster].append((u.nodes, (u.price - reserve) * u.nodes * g))
-    won_nodes: dict[str, int] = defaultdict(int)
-    won_value: dict[str, int] = defaultdict(int)
-    for u in won:
-        won_nodes[u.cluster] += u.nodes
-        won_value[u.cluster] += (u.price - reserve) * u.nodes * g
-    protected_nodes: dict[str, int] = defaultdict(int)
-    protected_cap: dict[str, int] = defaultdict(int)
+    names = sorted({u.cluster for u in units} | {hold.cluster for hold in island.protected})
+    code = {name: k for k, name in enumerate(names)}
+    count = len(names)
+    cluster = np.array([code[u.cluster] for u in units], dtype=np.int64)
+    won_nodes = np.zeros(count, dtype=np.int64)
+    won_value = np.zeros(count, dtype=np.int64)
+    np.add.at(won_nodes, cluster[chosen], sizes[chosen])
+    np.add.at(won_value, cluster[chosen], values[chosen])
+    protected_nodes = np.zeros(count, dtype=np.int64)
+    protected_cap = np.zeros(count, dtype=np.int64)
     for hold in island.protected:
-        protected_nodes[hold.cluster] += hold.nodes
-        protected_cap[hold.cluster] += hold.locked_price * hold.nodes * g
+        protected_nodes[code[hold.cluster]] += hold.nodes
+        protected_cap[code[hold.cluster]] += hold.locked_price * hold.nodes * g
 
-    queries = {c: [supply] for c in won_nodes}
-    for c, nodes in protected_nodes.items():
-        queries[c] = [supply, supply + nodes]
-    longest = supply + max(protected_nodes.values(), default=0) + 1
-    # clusters never removed: their units form the base of every "without c" table and, with
-    # the protected clusters that won nothing, the losers' side of every core coalition
-    never_removed = [i for c, its in groups.items() if c not in queries for i in its]
-    base = add_group(empty(longest), never_removed)
-    without = values_without(groups, queries, base)
-    protected_only = [i for c in protected_nodes if c not in won_nodes for i in groups[c]]
-    losers = add_group(base[: supply + 1], protected_only)
+    # every cluster's units as knapsack items, equal ones bundled
+    order = np.lexsort((values, sizes, cluster))
+    item_sizes, item_values, starts = kernels.bundle(
+        cluster[order], sizes[order], values[order], count
+    )
+    won = won_nodes > 0
+    removed = won | (protected_nodes > 0)  # the clusters whose V(·, c̄) is asked for
+    queried = np.flatnonzero(removed)
+    without, losers = _without(
+        supply, item_sizes, item_values, starts, removed, won, protected_nodes
+    )
+    row = {int(c): k for k, c in enumerate(queried.tolist())}
 
-    winners = sorted(won_nodes)
-    vcg_surplus = [without[c][supply] - (best - won_value[c]) for c in winners]
-    core_surplus = core_payments(
+    winners = np.flatnonzero(won).tolist()
+    vcg_surplus = [int(without[row[c], 0]) - (best - int(won_value[c])) for c in winners]
+    core_found = core_payments(
         [
-            Winner(lo=lo, hi=won_value[c], own=add_group(empty(supply + 1), groups[c]))
+            Winner(
+                lo=lo,
+                hi=int(won_value[c]),
+                nodes=int(won_nodes[c]),
+                sizes=item_sizes[starts[c] : starts[c + 1]],
+                values=item_values[starts[c] : starts[c + 1]],
+            )
             for c, lo in zip(winners, vcg_surplus, strict=True)
         ],
         losers,
@@ -123,25 +144,74 @@ def _payments(
         best,
     )
     vcg = dict(zip(winners, vcg_surplus, strict=True))
-    core = dict(zip(winners, core_surplus, strict=True))
+    core = dict(zip(winners, core_found.surplus, strict=True))
 
     result: dict[str, ClusterClearing] = {}
-    for c in sorted(set(won_nodes) | set(protected_nodes)):
-        k, p = won_nodes.get(c, 0), protected_nodes.get(c, 0)
+    for c in queried.tolist():
+        k, p = int(won_nodes[c]), int(protected_nodes[c])
         floor = reserve * k * g
         protected = 0
         if p:
-            displaced = without[c][supply + p] - without[c][supply]
-            protected = min(protected_cap[c], reserve * p * g + displaced)
-        result[c] = ClusterClearing(
+            displaced = int(without[row[c], 1] - without[row[c], 0])
+            protected = min(int(protected_cap[c]), reserve * p * g + displaced)
+        result[names[c]] = ClusterClearing(
             won_nodes=k,
             protected_nodes=p,
             gpus=(k + p) * g,
-            vcg=floor + vcg.get(c, 0) if k else 0,
-            core=floor + core.get(c, 0) if k else 0,
+            vcg=floor + vcg[c] if k else 0,
+            core=floor + core[c] if k else 0,
             protected=protected,
         )
-    return result
+    return result, core_found
+
+
+def _without(
+    supply: int,
+    sizes: Ints,
+    values: Ints,
+    starts: Ints,
+    removed: npt.NDArray[np.bool_],
+    won: npt.NDArray[np.bool_],
+    protected: Ints,
+) -> tuple[Ints, Table]:
+    """V(S, c̄) for every removed cluster c, and V(S + P_c, c̄) for those holding P_c protected
+    nodes (a row per removed cluster, in code order: [S, S + P_c or −1]); and the losers' table
+    over S (every unit of the clusters that won nothing), the core's coalitions' other side."""
+    owner = np.repeat(np.arange(len(removed)), np.diff(starts))
+    # clusters never removed: their units form the base of every "without c" table and, with
+    # the protected clusters that won nothing, the losers' side of every core coalition
+    longest = supply + int(protected.max(initial=0)) + 1
+    base = np.zeros(longest, dtype=np.int64)
+    kept = ~removed[owner]
+    kernels.add_items(base, sizes[kept], values[kept])
+    # the removed clusters, those that could use the most nodes first (see values_without)
+    queried = np.flatnonzero(removed)
+    demand = np.zeros(len(removed), dtype=np.int64)
+    np.add.at(demand, owner, sizes)
+    queried = queried[np.argsort(-demand[queried], kind="stable")]
+    at = np.stack([np.full(len(queried), supply), supply + protected[queried]], axis=1)
+    at[protected[queried] == 0, 1] = -1
+    pick = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in queried] + [[]])
+    pick = pick.astype(np.int64)
+    found = kernels.values_without(
+        base,
+        np.concatenate([[0], np.cumsum(np.diff(starts)[queried])]),
+        sizes[pick],
+        values[pick],
+        at,
+        _block(len(queried), longest),
+    )
+    without = found[np.argsort(queried)]  # back to code order
+    losers = base[: supply + 1].copy()
+    beside = ~won[owner] & removed[owner]  # protected clusters that won nothing
+    kernels.add_items(losers, sizes[beside], values[beside])
+    return without, losers
+
+
+def _block(groups: int, length: int) -> int:
+    """Suffix tables kept every this many groups: all of them within the budget, else every
+    √n-th (one more pass over the items, memory O(√n·length))."""
+    return 1 if (groups + 1) * length * 8 <= _TABLE_BUDGET else max(1, isqrt(groups))
 
 
 def _stats(clusters: dict[str, ClusterClearing]) -> Stats:

@@ -100,3 +100,10 @@ class Clearing:
     """Σ (p − r)·k·g over the winning units, µUSD per hour: the optimum."""
     bid_too_low: frozenset[str] = frozenset()
     """Clusters with a unit priced under the reserve (not in the auction at all)."""
+    core_rounds: int = 0
+    """Rounds the core payments took: payment points examined from VCG on, the last one blocked
+    by no coalition (0: no winner, nothing to price)."""
+    core_exact: bool = True
+    """The core payments are the exact minimum-revenue core point nearest VCG (rounded up to
+    whole µUSD): an exact separation found no coalition blocking it, and it is proven optimal
+    (core.py)."""

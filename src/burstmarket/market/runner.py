@@ -173,6 +173,8 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
                 pending_gpus=out.pending_gpus,
                 reserve_price=micros_to_decimal(inp.island.reserve_price),
                 tick_seconds=Decimal(inp.interval_ns // NS_PER_MS).scaleb(-3),
+                core_rounds=out.clearing.core_rounds,
+                core_exact=out.clearing.core_exact,
             )
         ],
     )

@@ -213,6 +213,8 @@ class TickRow:
     pending_gpus: int
     reserve_price: Decimal
     tick_seconds: Decimal
+    core_rounds: int
+    core_exact: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +273,9 @@ TICKS: Final = Table(
         Column("reserve_price", USD),
         # nullable as schema 4 added it; every tick writes it
         Column("tick_seconds", SECONDS, null=True),
+        # nullable as schema 5 added them (how the core was reached); every tick writes them
+        Column("core_rounds", INTEGER, null=True),
+        Column("core_exact", BOOLEAN, null=True),
     ],
 )
 

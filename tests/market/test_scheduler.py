@@ -1,0 +1,122 @@
+"""The real clock's tick loop when a tick runs longer than its interval, on a real DuckDB file.
+
+The scheduler's own clock is injected: a tick "takes" as long as the test says, no wall clock
+is read and nothing is asserted about real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.market.market import Market
+from burstmarket.market.operator import Operator
+from burstmarket.market.tenant import Tenant
+from burstmarket.scheduler import TickScheduler
+from burstmarket.settings import Settings
+from burstmarket.store import Database
+
+USD = 1_000_000
+T0 = 1_800_000_000 * NS_PER_S
+INTERVAL_S = 10.0
+INTERVAL_NS = 10 * NS_PER_S
+
+
+@dataclass
+class SlowTicks:
+    """Wraps `Market.tick`: the n-th tick of island `lt` takes `durations[n]` seconds on the
+    injected clock (any other tick none), and overlapping ticks are caught."""
+
+    market: Market
+    durations: list[float]
+    now: float = 0.0
+    running: int = 0
+    overlapped: bool = False
+    calls: list[int | None] = field(default_factory=list)
+    """The market time each tick of `lt` was asked for (None: the market's next)."""
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def tick(self, island: str, time: int | None = None) -> Any:
+        self.running += 1
+        self.overlapped |= self.running > 1
+        try:
+            event = Market.tick(self.market, island, time)
+            if island == "lt":
+                self.calls.append(time)
+                index = len(self.calls) - 1
+                self.now += self.durations[index] if index < len(self.durations) else 0.0
+            return event
+        finally:
+            self.running -= 1
+
+
+@pytest.fixture
+def market(tmp_path: Path) -> Iterator[Market]:
+    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=INTERVAL_S)
+    db = Database(settings.database_path)
+    market = Market(db, ManualClock(T0), settings)
+    operator = Operator(market)
+    operator.put_island("lt", 8, 2, USD, None, False)
+    operator.create_account("acct", 1_000 * USD)
+    tenant = Tenant(market)
+    for name, price in (("a", 6), ("b", 5), ("c", 4)):
+        operator.create_cluster("acct", "lt", "vm", name)
+        asyncio.run(tenant.declare_vm(name, 8, price * USD, []))
+    yield market
+    db.close()
+
+
+def ticks(market: Market) -> list[tuple[Any, ...]]:
+    cur = market.db.cursor()
+    try:
+        return cur.execute(
+            "SELECT tick, epoch_ns(time), core_rounds, core_exact FROM ticks "
+            "WHERE island = 'lt' ORDER BY tick"
+        ).fetchall()
+    finally:
+        cur.close()
+
+
+def test_a_tick_past_its_interval_is_logged_and_the_next_starts_at_once_contiguous(
+    market: Market, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = SlowTicks(market, durations=[14.0, 1.0])
+    monkeypatch.setattr(market, "tick", slow.tick)
+    scheduler = TickScheduler(market, INTERVAL_S, monotonic=slow.monotonic)
+
+    with caplog.at_level(logging.WARNING, logger="burstmarket.scheduler"):
+        asyncio.run(scheduler._run())
+
+    overran = [r.getMessage() for r in caplog.records if "overran" in r.getMessage()]
+    assert len(overran) == 1
+    assert "14.000 s for an interval of 10.000 s" in overran[0]
+    assert "island lt tick 1 at 2027-01-15T08:00:00Z: 14.000 s, 16 GPUs held by 2 clusters, " \
+        "8 GPUs pending" in overran[0]
+    # the long tick was followed at once by the next one, from the committed market, one
+    # interval after it in market time: consecutive numbers, contiguous billed intervals
+    assert slow.calls == [None, T0 + INTERVAL_NS]
+    assert not slow.overlapped
+    assert [row[:2] for row in ticks(market)] == [(1, T0), (2, T0 + INTERVAL_NS)]
+
+    # a run within its interval logs nothing and waits for its slot
+    caplog.clear()
+    market.clock.advance(2 * INTERVAL_NS)  # type: ignore[attr-defined]
+    with caplog.at_level(logging.WARNING, logger="burstmarket.scheduler"):
+        asyncio.run(scheduler._run())
+    assert not [r for r in caplog.records if "overran" in r.getMessage()]
+    assert [row[:2] for row in ticks(market)][-1] == (3, T0 + 2 * INTERVAL_NS)
+
+
+def test_every_tick_row_says_how_the_core_was_reached(market: Market) -> None:
+    market.tick("lt")
+    # two nodes, three single-node bids: VCG is in the core, one exact separation says so
+    assert ticks(market) == [(1, T0, 1, True)]
