@@ -37,6 +37,7 @@ import httpx
 import msgspec
 
 from burstmarket.money import to_decimal
+from burstmarket.states import BillingKind, JobState, Kind
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -182,8 +183,7 @@ class JobEvent(msgspec.Struct, frozen=True):
 class Job(msgspec.Struct, frozen=True):
     name: str
     nodes: int
-    state: str
-    """pending | running | finished"""
+    state: JobState
     provisioned_at: datetime | None
     limit_price_per_gpu_hour: Decimal | None
     rate: Decimal | None
@@ -206,8 +206,7 @@ class BillingRow(msgspec.Struct, frozen=True):
     end: datetime
     gpu_hours: float
     amount_usd: Decimal
-    kind: str
-    """market | base_load"""
+    kind: BillingKind
     amount_units: int = 0
     """The exact ledger sum (µUSD-per-hour × ms)."""
 
@@ -225,7 +224,7 @@ class NewCluster(msgspec.Struct, frozen=True):
     """Shown only here."""
     account: str
     island: str
-    kind: str
+    kind: Kind
 
 
 # --- calls, written once for both clients --------------------------------------------------

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
+
+from burstmarket.states import BillingKind, BlockState, JobState, Kind, NodeState
 
 # --- limits (docs/api.md "Limits") ----------------------------------------------------------
 
@@ -36,12 +38,6 @@ MAX_TICKS = 100_000
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
 NodeId = Annotated[str, msgspec.Meta(max_length=MAX_NODE_ID)]
-Kind = Literal["vm", "k8s"]
-"""A cluster's kind: VM capacity or a Kubernetes cluster."""
-JobState = Literal["pending", "running", "finished"]
-NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
-BlockState = Literal["live", "ended", "cancelled"]
-BillingKind = Literal["market", "base_load"]
 
 PriceIn = Annotated[
     Decimal,

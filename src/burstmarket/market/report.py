@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Literal, cast, get_args
 
 from burstmarket.clock import NS_PER_MS, to_datetime
-from burstmarket.contract import BillingKind, BillingRow
+from burstmarket.contract import BillingRow
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
+from burstmarket.states import BillingKind
 from burstmarket.store.rows import Cursor, fetch
 
 Granularity = Literal["5m", "1h", "1d"]

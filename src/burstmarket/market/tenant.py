@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from burstmarket.clock import maybe_datetime, to_datetime
 from burstmarket.contract import (
@@ -17,7 +17,6 @@ from burstmarket.contract import (
     CapacityView,
     HeldNode,
     JobEvent,
-    JobState,
     JobView,
     SpendLimitView,
 )
@@ -47,6 +46,7 @@ from burstmarket.market.report import Granularity, billing_rows
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
+from burstmarket.states import Kind
 from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -79,12 +79,12 @@ class Tenant:
         with self._db.read() as cur:
             return fn(cur)
 
-    def _own(self, cur: Cursor, cluster_id: str, kind: str) -> tuple[Cluster, Island]:
+    def _own(self, cur: Cursor, cluster_id: str, kind: Kind) -> tuple[Cluster, Island]:
         c = read_cluster(cur, cluster_id)
         self._kind(c, kind)
         return c, read_island(cur, c.island)
 
-    def _kind(self, c: Cluster, kind: str) -> None:
+    def _kind(self, c: Cluster, kind: Kind) -> None:
         if c.kind != kind:
             raise Forbidden(
                 f"this endpoint is for {kind} clusters; cluster {c.id} is {c.kind}",
@@ -482,7 +482,7 @@ class Tenant:
             JobView(
                 name=j.name,
                 nodes=j.nodes,
-                state=cast(JobState, j.state),
+                state=j.state,
                 priority_class=j.priority_class,
                 provisioned_at=maybe_datetime(j.provisioned_at),
                 limit_price_per_gpu_hour=maybe_usd(j.price(c)),
