@@ -218,7 +218,7 @@ class Account(msgspec.Struct, frozen=True):
     clusters: list[str]
 
 
-class NewCluster(msgspec.Struct, frozen=True):
+class ClusterCreated(msgspec.Struct, frozen=True):
     id: str
     token: str
     """Shown only here."""
@@ -545,10 +545,12 @@ class _Operator(_Market):
         return one(Call("POST", f"/api/admin/accounts/{name}/credit", Account, body))
 
     @endpoint
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> Flow[NewCluster]:
+    def create_cluster(
+        self, account: str, island: str, kind: str, name: str
+    ) -> Flow[ClusterCreated]:
         """A new cluster; its token is shown only in this answer."""
         body = {"account": account, "island": island, "kind": kind, "name": name}
-        return one(Call("POST", "/api/admin/clusters", NewCluster, body))
+        return one(Call("POST", "/api/admin/clusters", ClusterCreated, body))
 
     @endpoint
     def put_island(

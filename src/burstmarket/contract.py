@@ -140,7 +140,7 @@ class View(msgspec.Struct, kw_only=True):
     """An answer (the fields in the order they go on the wire)."""
 
 
-class HeldNode(View):
+class HeldNodeView(View):
     id: str
     granted_at: Time | None
     window_ends_at: Time | None
@@ -157,7 +157,7 @@ class CapacityView(View):
     max_price_per_gpu_hour: Price | None
     held_gpus: int
     pending_gpus: int
-    nodes: list[HeldNode]
+    nodes: list[HeldNodeView]
     rate: Price | None
     bid_too_low: bool
     spend_limit: Amount | None
@@ -173,7 +173,7 @@ class BidView(View):
     pending_reason: str | None
 
 
-class JobEvent(View):
+class JobEventView(View):
     type: str
     """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
     at: Time
@@ -190,7 +190,7 @@ class JobView(View):
     rate: Price | None
     node_ids: list[str]
     bid_too_low: bool
-    events: list[JobEvent]
+    events: list[JobEventView]
 
 
 class SpendLimitView(View):
@@ -201,7 +201,7 @@ class SpendLimitView(View):
     left_usd: Amount | None
 
 
-class BillingRow(View):
+class BillingRowView(View):
     start: Time
     end: Time
     gpu_hours: float
@@ -226,7 +226,7 @@ class AccountView(View):
     clusters: list[str]
 
 
-class ClusterCreated(View):
+class ClusterCreatedView(View):
     id: str
     token: Annotated[str, msgspec.Meta(description="shown once; only its hash is stored")]
     account: str

@@ -8,7 +8,7 @@ import re
 import secrets
 from typing import Any, cast
 
-from burstmarket.contract import AccountView, ClusterCreated, IslandView
+from burstmarket.contract import AccountView, ClusterCreatedView, IslandView
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.figures import token_hash
@@ -94,7 +94,7 @@ class Operator:
 
     # --- clusters -------------------------------------------------------------------------
 
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreated:
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreatedView:
         _name("name", name)
         if kind not in KINDS:
             raise Invalid("kind", "must be 'vm' or 'k8s'")
@@ -116,7 +116,7 @@ class Operator:
             )
         self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
-        return ClusterCreated(
+        return ClusterCreatedView(
             id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
         )
 
