@@ -20,3 +20,12 @@ NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
 PendingReason = Literal["spend-limit", "billing-hold"]
 """Why a cluster's demand is held back (also the refusal codes it is logged with)."""
 BillingKind = Literal["market", "base_load"]
+"""A billing row's: bought in the market or a base load block."""
+LedgerKind = Literal[
+    "deposit", "charge", "refund", "hold", "base_load", "commitment", "release"
+]
+"""A ledger row's (docs/market.md "Billing", "Spend guard"): money in, billed time, and the
+spend guard's commitments and their releases."""
+AllocationKind = Literal["market", "protected", "base_load"]
+"""How a cluster holds a node at a tick: won or kept in the auction, under an open window or
+owed, or by its base load block."""
