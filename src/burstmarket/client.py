@@ -37,7 +37,7 @@ import httpx
 import msgspec
 
 from burstmarket.money import to_decimal
-from burstmarket.states import BillingKind, JobState, Kind
+from burstmarket.states import BillingKind, JobState, Kind, PendingReason
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -162,7 +162,7 @@ class Capacity(msgspec.Struct, frozen=True):
     rate: Decimal | None
     bid_too_low: bool
     spend_limit: Decimal | None = None
-    pending_reason: str | None = None
+    pending_reason: PendingReason | None = None
 
 
 class Bid(msgspec.Struct, frozen=True):
@@ -171,7 +171,7 @@ class Bid(msgspec.Struct, frozen=True):
     cluster: str
     limit_price_per_gpu_hour: Decimal | None
     bid_too_low: bool
-    pending_reason: str | None = None
+    pending_reason: PendingReason | None = None
 
 
 class JobEvent(msgspec.Struct, frozen=True):

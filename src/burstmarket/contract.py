@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from burstmarket.states import BillingKind, BlockState, JobState, Kind, NodeState
+from burstmarket.states import BillingKind, BlockState, JobState, Kind, NodeState, PendingReason
 
 # --- limits (docs/api.md "Limits") ----------------------------------------------------------
 
@@ -161,7 +161,7 @@ class CapacityView(View):
     rate: Price | None
     bid_too_low: bool
     spend_limit: Amount | None
-    pending_reason: str | None
+    pending_reason: PendingReason | None
 
 
 class BidView(View):
@@ -170,7 +170,7 @@ class BidView(View):
     cluster: str
     limit_price_per_gpu_hour: Price | None
     bid_too_low: bool
-    pending_reason: str | None
+    pending_reason: PendingReason | None
 
 
 class JobEventView(View):
