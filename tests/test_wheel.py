@@ -108,7 +108,15 @@ def test_the_installed_package_reads_its_own_queries_and_feeds(venv: Path) -> No
 def test_clear_runs_from_the_wheel(venv: Path) -> None:
     out = json.loads(run(venv / "burstmarket", "clear", stdin=json.dumps(ISSUE_CASE), cwd=venv))
     assert out["winners"] == ["a", "b"]
-    assert out["stats"] == {"vwap": 5.0, "min": 5.0, "max": 5.0, "gpus": 16, "clusters": 2}
+    assert out["stats"] == {
+        "vwap": 5.0,
+        "min": 5.0,
+        "max": 5.0,
+        "gpus": 16,
+        "clusters": 2,
+        "core_rounds": 2,
+        "core_exact": True,
+    }
 
 
 def test_serve_runs_from_the_wheel_and_publishes_its_feeds(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any, cast
+from typing import Any, get_args
 
 from burstmarket.contract import AccountView, ClusterCreatedView, IslandView
 from burstmarket.errors import Conflict, Invalid, NotFound
@@ -23,7 +23,7 @@ from burstmarket.states import Kind
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-KINDS = ("vm", "k8s")
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 
 def _name(field: str, value: str) -> str:
@@ -117,7 +117,7 @@ class Operator:
         self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
         return ClusterCreatedView(
-            id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
+            id=name, token=token, account=account, island=island, kind=kind
         )
 
     # --- islands --------------------------------------------------------------------------
