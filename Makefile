@@ -1,5 +1,6 @@
 # Two commands matter: `make run` and `make test`. Both bootstrap .venv from pyproject.toml.
 PYTHON ?= python3
+PORT ?= 8000
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -7,13 +8,16 @@ STAMP := $(VENV)/.installed
 .PHONY: run test test-fast lint bench clean chromium
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "burstmarket needs Python 3.11 or newer; try: make PYTHON=python3.11 ..." >&2; exit 1; }
+	@echo "Installing burstmarket and its dependencies into $(VENV) (the first time takes a few minutes)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/burstmarket serve --simulate
+	$(BIN)/burstmarket serve --simulate --port $(PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -28,7 +32,8 @@ test-fast: $(STAMP)
 
 # The browser test drives Debian's chromium (never a browser download of Playwright's own).
 chromium:
-	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # A whole tick of the 2,000-node island first (a minute), then the engine alone (twenty).
 bench: $(STAMP)

@@ -12,6 +12,7 @@ test using a fixture of SERVER_FIXTURES is marked here, and any other test that 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +31,17 @@ import uvicorn
 OPERATOR_TOKEN = "test-operator-token"
 STARTUP_SECONDS = 30
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"  # the installed command line
+
+
+LOG_LINE = re.compile(r"(?P<time>\S+Z) (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<message>.*)")
+"""A line of the text log format: `TIME LEVEL LOGGER: MESSAGE` (burstmarket/logsafe.py)."""
+
+
+def records(log: str) -> list[tuple[str, str]]:
+    """(logger, message) of every line of a text-format log; a line of any other shape (a
+    traceback's indented lines) is left out."""
+    found = (LOG_LINE.fullmatch(line) for line in log.splitlines())
+    return [(match["logger"], match["message"]) for match in found if match]
 
 
 def free_port() -> int:
@@ -53,8 +65,13 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def messages(self, logger: str) -> list[str]:
+        """The messages of one logger's lines in the log (`--log-format text`)."""
+        return [message for name, message in records(self.log()) if name == logger]
+
     def refused_lines(self) -> list[str]:
-        return [line for line in self.log().splitlines() if line.startswith("REFUSED ")]
+        """Every `REFUSED reason=...` message, in order."""
+        return self.messages("burstmarket.refused")
 
     def operator(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}

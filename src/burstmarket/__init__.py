@@ -1,3 +1,6 @@
 """burstmarket: the market engine and market-data service for preemptible GPU capacity."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version
+
+__version__ = version(__name__)
+"""The installed package's version: pyproject.toml says it once."""

@@ -6,20 +6,41 @@ import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import msgspec
 import typer
+
+from burstmarket import __version__
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def refuse(message: str) -> NoReturn:
+    """What a command cannot do: one line on stderr naming the command (`main`), and exit 1."""
+    raise typer.TyperException(message)
+
+
+def _show_version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"burstmarket {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _commands() -> None:
+def _commands(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Keeps `burstmarket <command>` a group of commands."""
 
 
@@ -36,7 +57,7 @@ def clear() -> None:
     try:
         island = parse_island(sys.stdin.buffer.read())
     except InputError as exc:
-        typer.echo(f"invalid input: {exc}", err=True)
+        typer.echo(f"burstmarket clear: invalid input: {exc}", err=True)
         raise typer.Exit(code=2) from None
     sys.stdout.buffer.write(msgspec.json.encode(render_clearing(clear_island(island))) + b"\n")
 
@@ -44,6 +65,11 @@ def clear() -> None:
 class ClockChoice(StrEnum):
     real = "real"
     manual = "manual"
+
+
+class LogChoice(StrEnum):
+    text = "text"
+    json = "json"
 
 
 @app.command()
@@ -56,7 +82,7 @@ def serve(
         Path, typer.Option(help="DuckDB file and Parquet history live here.")
     ] = Path("data"),
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
     tick_seconds: Annotated[
         float, typer.Option(min=0.001, help="Market time between two ticks of an island.")
     ] = 10.0,
@@ -92,6 +118,17 @@ def serve(
         typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
                      "a ping unanswered this long is closed 4008 slow-consumer."),
     ] = 20.0,
+    log_format: Annotated[
+        LogChoice,
+        typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
+    ] = LogChoice.text,
+    cors_origins: Annotated[
+        str,
+        typer.Option(
+            help="Web origins whose pages may read the public market data, comma-separated "
+            "('*': any; '': none)."
+        ),
+    ] = "*",
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -99,48 +136,84 @@ def serve(
     BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only.
     """
     import dataclasses
+    import logging
     import secrets
 
+    from burstmarket import logsafe
+    from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
     from burstmarket.store import StoreOpenError
 
-    settings = Settings.from_env(
-        clock="manual" if speed is not None else clock.value,
-        data_dir=data_dir,
-        host=host,
-        port=port,
-        tick_seconds=tick_seconds,
-        rate_per_second=rate_limit,
-        rate_burst=rate_burst,
-        feed_backlog=feed_backlog,
-        feed_ping_seconds=feed_ping_seconds,
-    )
+    logsafe.configure(log_format.value)
+    log = logging.getLogger("burstmarket.serve")
+    try:
+        settings = Settings.from_env(
+            clock="manual" if speed is not None else clock.value,
+            data_dir=data_dir,
+            host=host,
+            port=port,
+            tick_seconds=tick_seconds,
+            rate_per_second=rate_limit,
+            rate_burst=rate_burst,
+            feed_backlog=feed_backlog,
+            feed_ping_seconds=feed_ping_seconds,
+            log_format=log_format.value,
+            cors_origins=tuple(o.strip() for o in cors_origins.split(",") if o.strip()),
+        )
+    except ValueError as exc:
+        log.error("cannot start: %s", exc)
+        raise typer.Exit(code=2) from None
     if (simulate or speed is not None) and settings.operator_token is None:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
-    pace = f"{speed:g}x real time" if speed else f"real time, a tick every {tick_seconds:g} s"
-    typer.echo(f"burstmarket: dashboard {url}/  (port {port}, data dir {data_dir.resolve()})")
-    typer.echo(f"burstmarket: market time {pace}; simulated tenants {'on' if simulate else 'off'}")
-    if simulate or speed is not None:
-        from burstmarket.simulation.live import LiveOptions, start
 
-        assert settings.operator_token is not None
-        start(
-            LiveOptions(
-                base_url=url,
-                operator_token=settings.operator_token,
-                data_dir=data_dir,
-                tick_seconds=tick_seconds,
-                tenants=simulate,
-                speed=speed,
-            )
+    def started() -> None:
+        """The socket is bound and the store open: say so, and start the simulation."""
+        log.info(
+            "burstmarket %s: dashboard %s/ (port %d, data dir %s)",
+            __version__,
+            url,
+            port,
+            data_dir.resolve(),
         )
+        log.info("%s; simulated tenants %s", _pace(settings.clock, tick_seconds, speed),
+                 "on" if simulate else "off")
+        if simulate or speed is not None:
+            from burstmarket.simulation.live import LiveOptions, start
+
+            assert settings.operator_token is not None
+            start(
+                LiveOptions(
+                    base_url=url,
+                    operator_token=settings.operator_token,
+                    data_dir=data_dir,
+                    tick_seconds=tick_seconds,
+                    tenants=simulate,
+                    speed=speed,
+                )
+            )
+
     try:
-        run_server(settings)
-    except StoreOpenError as exc:
-        typer.echo(f"burstmarket: {exc}", err=True)
+        run_server(settings, started)
+    except (PortUnavailable, StoreOpenError) as exc:
+        log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+def _pace(clock: str, tick_seconds: float, speed: float | None) -> str:
+    """How market time moves, as the banner says it."""
+    if speed is not None:
+        return (
+            f"market time {speed:g}x real time: the manual clock, which the simulation ticks "
+            f"every {tick_seconds / speed:.3g} s ({tick_seconds:g} s of market time a tick)"
+        )
+    if clock == "manual":
+        return (
+            "market time on the manual clock: it moves only with POST /api/admin/ticks, "
+            f"{tick_seconds:g} s a tick"
+        )
+    return f"market time real time, a tick every {tick_seconds:g} s"
 
 
 @app.command(name="simulate")
@@ -176,8 +249,10 @@ def simulate_history(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from burstmarket.simulation.history import SimulateOptions, simulate, ticks_for
-    from burstmarket.store import PRIVATE_UMASK
+    from burstmarket.store import PRIVATE_UMASK, StoreOpenError
 
+    if out.exists() and not out.is_dir():
+        refuse(f"--out {out} is a file, not a directory")
     os.umask(PRIVATE_UMASK)
     options = SimulateOptions(out=out, days=days, tick_seconds=tick_seconds, seed=seed)
     columns = (
@@ -187,14 +262,17 @@ def simulate_history(
         TextColumn("{task.fields[time]}"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns) as progress:
-        task = progress.add_task("ticks", total=ticks_for(options), time="")
-        reached = asyncio.run(
-            simulate(
-                options,
-                lambda stats: progress.update(task, advance=1, time=stats.time.isoformat()),
+    try:
+        with Progress(*columns) as progress:
+            task = progress.add_task("ticks", total=ticks_for(options), time="")
+            reached = asyncio.run(
+                simulate(
+                    options,
+                    lambda stats: progress.update(task, advance=1, time=stats.time.isoformat()),
+                )
             )
-        )
+    except StoreOpenError as exc:
+        refuse(str(exc))
     typer.echo(f"simulated up to {reached.isoformat()}; history in {out / 'history'}")
 
 
@@ -218,7 +296,7 @@ def export_history(
     """
     from rich.progress import Progress
 
-    from burstmarket.export import export
+    from burstmarket.export import export, islands
 
     first, last = _utc(start, "--start"), _utc(end, "--end")
     if last <= first:
@@ -226,11 +304,23 @@ def export_history(
     history = data_dir / "history"
     if not history.is_dir():
         raise typer.BadParameter(f"{history} holds no history", param_hint="--data-dir")
+    known = islands(history)
+    unknown = [name for name in island or [] if name not in known]
+    if unknown:
+        refuse(
+            f"no history of island {', '.join(unknown)} in {history} "
+            f"(it holds {', '.join(known) or 'no island'})"
+        )
     with Progress(transient=True) as progress:
         task = progress.add_task("exporting", total=None)
-        written = export(
-            history, out, first, last, island, lambda path: progress.update(task, advance=1)
-        )
+        try:
+            written = export(
+                history, out, first, last, island, lambda path: progress.update(task, advance=1)
+            )
+        except OSError as exc:
+            refuse(f"cannot write {out}: {exc.strerror or exc}")
+    if not written:
+        refuse(f"nothing to export: {history} holds no history from {start} to {end}")
     typer.echo(f"{len(written)} Parquet files written under {out}")
 
 
@@ -243,4 +333,25 @@ def _utc(value: str, name: str) -> datetime:
 
 
 def main() -> None:
-    app()
+    """Run the command line. Whatever a command refuses, a wrong option or value included, is
+    one line on stderr, `burstmarket [<command>]: <why>`, and a non-zero exit: 2 for a usage
+    error, 1 for what cannot be done."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.exit(2)  # `burstmarket` alone: the help has been shown
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else _command()
+        hint = f" (see {where} -h)" if context is not None else ""
+        typer.echo(f"{where}: {exc.format_message()}{hint}", err=True)
+        code = exc.exit_code
+    except typer.Abort:
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _command() -> str:
+    """`burstmarket <command>` as it was run."""
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    return "burstmarket" if command is None else f"burstmarket {command}"

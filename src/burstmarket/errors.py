@@ -99,6 +99,10 @@ class Unauthorized(MarketError):
     code = "unauthorized"
     status = 401
 
+    def headers(self) -> dict[str, str]:
+        """The scheme the client must authenticate with (RFC 9110 asks it of every 401)."""
+        return {"WWW-Authenticate": 'Bearer realm="burstmarket"'}
+
 
 class Forbidden(MarketError):
     code = "forbidden"

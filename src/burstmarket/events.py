@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -20,3 +21,5 @@ class TickCommitted:
     time: datetime
     stats: dict[str, Any]
     ladder: dict[str, Any]
+    durations: Mapping[str, float] = field(default_factory=dict)
+    """Seconds each part of the tick took (`read`, `clear`, `commit`), for metrics.py."""

@@ -7,10 +7,14 @@ at once, from the market as the long one committed it, at the next market time (
 tick's time plus one interval): ticks stay consecutive and their billed intervals contiguous
 however long one ran, instead of the market drifting behind the wall clock unbilled.
 The tick itself runs in a worker thread; listeners are called back here, on the event loop.
+Every such lateness is also counted (metrics.py). The loop knows when each island last ticked
+on the wall clock (`overdue`, what `/readyz` asks: api/health.py), and on stopping it lets the
+run under way end before the store closes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -21,6 +25,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEve
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from burstmarket import metrics
 from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
@@ -39,6 +44,11 @@ class TickScheduler:
         self._monotonic = monotonic
         self._scheduler: Any = None
         self._last_start: float | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._ticked: dict[str, float] = {}
+        """Island -> when (monotonic) it last committed a tick, or the loop started or first
+        met it."""
 
     def start(self) -> None:
         scheduler = AsyncIOScheduler(timezone="UTC")
@@ -51,27 +61,55 @@ class TickScheduler:
             misfire_grace_time=None,
         )
         scheduler.add_listener(self._on_missed, EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED)
+        now = self._monotonic()
+        self._ticked = dict.fromkeys(self.market.island_ids(), now)
+        self._last_start = now  # the first run is due one interval from here
         scheduler.start()
         self._scheduler = scheduler
 
-    def stop(self) -> None:
-        if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
-            self._scheduler = None
+    async def stop(self) -> None:
+        """No run starts any more, and the one under way ends (each of its ticks commits whole
+        or not at all) before the store closes: shutting the scheduler down would cancel it
+        midway, its tick still running in its thread."""
+        if self._scheduler is None:
+            return
+        self._scheduler.pause()
+        await asyncio.sleep(0)  # a run the scheduler has just begun is under way now
+        await self._idle.wait()
+        self._scheduler.shutdown(wait=False)
+        self._scheduler = None
+
+    def overdue(self, limit: float) -> dict[str, float]:
+        """Every island whose last tick is more than `limit` wall-clock seconds old, with that
+        age (an island that has not ticked since the start counts from the start)."""
+        now = self._monotonic()
+        return {island: now - at for island, at in self._ticked.items() if now - at > limit}
+
+    def _late(self, message: str, *args: object) -> None:
+        """The loop fell behind: say so, and count it."""
+        metrics.TICKS_LATE.inc()
+        log.warning(message, *args)
 
     def _on_missed(self, event: JobEvent) -> None:
-        log.warning(
+        self._late(
             "tick late: a run was due at %s while the previous one was still running "
             "(it runs as soon as that one ends)",
             getattr(event, "scheduled_run_time", "?"),
         )
 
     async def _run(self) -> None:
+        self._idle.clear()
+        try:
+            await self._run_until_on_time()
+        finally:
+            self._idle.set()
+
+    async def _run_until_on_time(self) -> None:
         started = self._monotonic()
         if self._last_start is not None:
             gap = started - self._last_start
             if gap > 1.5 * self.interval:
-                log.warning(
+                self._late(
                     "tick late by %.3f s (interval %.3f s)", gap - self.interval, self.interval
                 )
         self._last_start = started
@@ -82,7 +120,7 @@ class TickScheduler:
             took = self._monotonic() - began
             if took <= self.interval:
                 return
-            log.warning(
+            self._late(
                 "tick overran its interval: %.3f s for an interval of %.3f s (%s); the next "
                 "tick runs now, from the market as committed, one interval after the last",
                 took,
@@ -99,6 +137,7 @@ class TickScheduler:
             last = self.market.figures.last(island)
             at = last.time + interval_ns if catching_up and last is not None else None
             began = self._monotonic()
+            self._ticked.setdefault(island, began)  # a new island is judged from here
             try:
                 event = await anyio.to_thread.run_sync(self.market.tick, island, at)
             except Exception as exc:
@@ -108,6 +147,7 @@ class TickScheduler:
                 else:  # a full disk: one line, and the next interval tries again
                     log.warning("tick of island %s not committed: %s", island, fault.detail)
                 continue
+            self._ticked[island] = self._monotonic()
             stats = event.stats
             figures.append(
                 f"island {island} tick {event.tick} at {stats['time']}: "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 ClockMode = Literal["real", "manual"]
+LogFormat = Literal["text", "json"]
 
 OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
 CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
@@ -81,6 +82,13 @@ class Settings:
     first_island: IslandSpec | None = REFERENCE_ISLAND
     """The island a new store starts with (a store that has islands keeps its own); None: a
     new store starts with none."""
+    log_format: LogFormat = "text"
+    """`text`: `TIME LEVEL LOGGER: MESSAGE` lines; `json`: one JSON object a line
+    (`--log-format`, logsafe.py)."""
+    cors_origins: tuple[str, ...] = ("*",)
+    """Web origins whose pages may read the public market data (`--cors-origins`,
+    comma-separated; `*` any; none: no CORS). The tenant and operator endpoints are never
+    opened to them."""
 
     @property
     def database_path(self) -> Path:

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Server
+
+T = TypeVar("T")
+DEADLINE_SECONDS = 90
+
+
+def eventually(check: Callable[[], T | None], what: str, server: Server | None = None) -> T:
+    """Poll until `check()` gives something truthy, and return it: bounded, never a timing
+    assertion. Giving up shows the end of `server`'s log."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"never saw {what}" + (f":\n{server.log()[-3000:]}" if server else ""))
 
 
 def ok(response: httpx.Response, status: int = 200) -> Any:
@@ -67,3 +85,22 @@ def submit_job(server: Server, auth: dict[str, str], name: str, nodes: int) -> A
 
 def read_job(server: Server, auth: dict[str, str], name: str) -> Any:
     return ok(server.client.get(f"/api/k8s/jobs/{name}", headers=auth))
+
+
+class Scrape:
+    """One scrape of `GET /metrics`, parsed by the client library's own parser."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        answer = client.get("/metrics")
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith("text/plain; version=")
+        self.samples = {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(answer.text)
+            for sample in family.samples
+        }
+
+    def value(self, name: str, **labels: str) -> float:
+        """A sample's value; 0 for a labelled series not seen yet (a counter before its first
+        count)."""
+        return self.samples.get((name, frozenset(labels.items())), 0.0)

@@ -28,7 +28,7 @@ from tests.e2e.feed_client import (
     wait_for_line,
     ws_url,
 )
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import Scrape, declare, make_account, make_cluster, make_island, ok, tick
 from tests.feed.support import RawClient
 
 STATS_KEYS = ("island", "tick", "time")
@@ -281,6 +281,7 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             # The slow one reads what was on its way: a gap-free prefix per channel, then 4008.
             messages, code, reason = read_until_close(slow)
             assert (code, reason) == (4008, b"slow-consumer")
+            assert Scrape(server.client).value("burstmarket_feed_slow_consumer_closes_total") == 1
             for channel in channels:
                 ticks = [m["tick"] for m in messages if m.get("channel") == channel]
                 assert ticks == list(range(1, len(ticks) + 1))

@@ -18,7 +18,14 @@ import pytest
 from websockets.sync.client import connect
 
 from burstmarket.store import Database
-from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, Server, StartServer, free_port
+from tests.conftest import (
+    BURSTMARKET,
+    LOG_LINE,
+    OPERATOR_TOKEN,
+    Server,
+    StartServer,
+    free_port,
+)
 from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
 
 FORGED = "\nREFUSED reason=spend-limit cluster=victim\rREFUSED reason=spend-limit cluster=victim2"
@@ -102,17 +109,24 @@ def _new_lines(server: Server, before: int) -> list[str]:
 
 
 def _check_one_clean_line(server: Server, before: int, label: str) -> str:
+    """The request's lines: one refusal, and its access line if it was an HTTP request; each
+    of them one line, whole, short, with nothing of the client's outside quotes."""
     lines = _new_lines(server, before)
-    assert len(lines) == 1, (label, [line[:200] for line in lines])
-    (line,) = lines
-    assert line.startswith("REFUSED reason="), (label, line[:200])
-    assert len(line) < LONGEST_LINE, (label, len(line))
-    # outside its quoted values, the line is one refusal with nothing of the client's in it
-    bare = QUOTED.sub('""', line)
-    assert bare.count("REFUSED") == 1, bare
-    assert "victim" not in bare, bare
-    assert "\\" not in bare, bare
-    return line
+    found = [LOG_LINE.fullmatch(line) for line in lines]
+    assert all(found), (label, [line[:200] for line in lines])
+    loggers = [match["logger"] for match in found if match]
+    assert sorted(loggers) in (["burstmarket.refused"],
+                               ["burstmarket.access", "burstmarket.refused"]), (label, loggers)
+    for line in lines:
+        assert len(line) < LONGEST_LINE, (label, len(line))
+        # outside its quoted values, a line holds nothing of the client's
+        bare = QUOTED.sub('""', line)
+        assert bare.count("REFUSED") == ("burstmarket.refused:" in bare), bare
+        assert "victim" not in bare, bare
+        assert "\\" not in bare, bare
+    (refused,) = server.messages("burstmarket.refused")[-1:]
+    assert refused.startswith("REFUSED reason="), (label, refused[:200])
+    return refused
 
 
 def test_client_values_never_forge_a_log_line_nor_flood_it(
@@ -144,7 +158,11 @@ def test_client_values_never_forge_a_log_line_nor_flood_it(
             assert len(json.dumps(answer)) < 4000
             _check_one_clean_line(server, before, channel[:20])
     lines = server.log().splitlines()
-    assert not any(line.startswith("REFUSED reason=spend-limit cluster=victim") for line in lines)
+    assert not any(line.startswith("REFUSED") for line in lines)  # every line starts with a time
+    assert not any(
+        line.startswith("REFUSED reason=spend-limit cluster=victim")
+        for line in server.refused_lines()
+    )
     assert max(len(line) for line in lines) < LONGEST_LINE
 
 

@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from tests.conftest import Server, StartServer
-from tests.e2e.support import bearer, ok
-
-DEADLINE_SECONDS = 90
-
-
-def wait_for(server: Server, check: Any, what: str) -> Any:
-    """Poll until `check()` returns something truthy (bounded; never a timing assertion)."""
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"never saw {what}:\n{server.log()[-3000:]}")
+from tests.e2e.support import bearer, eventually, ok
 
 
 def stats(server: Server, island: str) -> dict[str, Any] | None:
@@ -35,10 +21,12 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     # set, so the process makes its own
     server = start_server("--simulate", "--speed", "300", operator_token=None)
     assert "dashboard http://127.0.0.1:" in server.log()
-    wait_for(
-        server,
+    assert "market time 300x real time: the manual clock, which the simulation ticks" in (
+        server.log())
+    eventually(
         lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},
         "two islands",
+        server,
     )
     vwaps: dict[str, set[float]] = {"ref": set(), "edge": set()}
 
@@ -49,14 +37,14 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
                 seen.add(now["vwap"])
         return all(len(seen) >= 3 for seen in vwaps.values())
 
-    wait_for(server, moving, "the vwap of both islands taking three values")
+    eventually(moving, "the vwap of both islands taking three values", server)
     # every tenant is a real cluster with its own token, held by the simulation's state file
     tokens = json.loads((server.data_dir / "simulation.json").read_text())["tokens"]
     kinds = {name.rsplit("-", 1)[1] for name in tokens}
     assert kinds == {"vm", "k8s"}
     k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
-    jobs = wait_for(
-        server, lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs"
+    jobs = eventually(
+        lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs", server
     )
     assert {job["state"] for job in jobs} <= {"pending", "running", "finished"}
     # the operator endpoints stay closed to anyone without the process's own token

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import msgspec
 from litestar import Litestar, MediaType, Response, get
+from litestar.config.cors import CORSConfig
 from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.types import ControllerRouterHandler
 
-from burstmarket import apidoc
-from burstmarket.api import operator, tenant
+from burstmarket import apidoc, metrics
+from burstmarket.api import health, operator, tenant
 from burstmarket.api.auth import Tokens
 from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
@@ -79,6 +80,21 @@ def _clock(settings: Settings) -> Clock:
     return ManualClock(start_ns - start_ns % NS_PER_MS)
 
 
+def _cors(settings: Settings) -> CORSConfig | None:
+    """Pages of other origins may read the public market data: GET, with If-None-Match to
+    revalidate and the ETag to read. Nothing else passes a preflight, an Authorization header
+    included, so no page can call a tenant or operator endpoint."""
+    if not settings.cors_origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(settings.cors_origins),
+        allow_methods=["GET"],
+        allow_headers=["If-None-Match"],
+        expose_headers=["ETag"],
+        max_age=600,
+    )
+
+
 def create_app(settings: Settings) -> Litestar:
     db = Database(settings.database_path)
     clock = _clock(settings)
@@ -90,7 +106,8 @@ def create_app(settings: Settings) -> Litestar:
         db, settings, FeedOptions(backlog=settings.feed_backlog,
                                   ping_seconds=settings.feed_ping_seconds)
     )
-    market.listeners.append(feed.on_tick)
+    market.listeners += [feed.on_tick, metrics.on_tick]
+    metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
 
     @asynccontextmanager
@@ -106,7 +123,7 @@ def create_app(settings: Settings) -> Litestar:
             yield
         finally:
             if scheduler is not None:
-                scheduler.stop()
+                await scheduler.stop()
             await feed.stop()
             db.close()
 
@@ -118,6 +135,7 @@ def create_app(settings: Settings) -> Litestar:
         static_file,
         history_dictionary,
         *feed.route_handlers,
+        *health.routes(db, scheduler, settings.tick_seconds),
     ]
     app = Litestar(
         route_handlers=handlers,
@@ -128,6 +146,7 @@ def create_app(settings: Settings) -> Litestar:
         openapi_config=apidoc.openapi_config(),
         plugins=[apidoc.MoneyAsNumber()],
         request_max_body_size=settings.max_body_bytes,
+        cors_config=_cors(settings),
         debug=False,
         logging_config=None,  # server.py configures logging once for the process
     )

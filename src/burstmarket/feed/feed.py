@@ -19,6 +19,7 @@ from litestar import Request, Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 from litestar.params import QueryParameter
 
+from burstmarket import metrics
 from burstmarket.apidoc import MARKET_DATA, TimeQuery, documented, refusals
 from burstmarket.contract import Candle
 from burstmarket.errors import Invalid, MarketError, NotFound, StoreUnavailable
@@ -123,6 +124,11 @@ class Feed:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+
+    @property
+    def subscribers(self) -> int:
+        """Open websocket connections."""
+        return len(self._hub.connections)
 
     # -- publishing ----------------------------------------------------------------------------
 
@@ -238,6 +244,7 @@ class Feed:
             peer = socket.client
             where = f"{peer.host}:{peer.port}" if peer else "-"
             log.info("feed: closing a slow consumer %s: %s", where, subscriber.close_why)
+            metrics.SLOW_CONSUMER_CLOSES.inc()
             subscriber.close(SLOW_CONSUMER, "slow-consumer", self.options.close_timeout)
 
     async def _read(self, socket: WebSocket[Any, Any, Any], subscriber: Subscriber) -> None:

@@ -7,6 +7,7 @@ written to every subscriber, so a tick costs one encoding per channel whatever t
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -55,26 +56,47 @@ def error_frame(error: MarketError, request_id: str | int | None) -> bytes:
     return reply_frame("error", request_id, **error.body())
 
 
+CACHE_CONTROL = b"public, no-cache"
+"""Any cache may keep a latest-row answer but must revalidate it (`If-None-Match`) on every use:
+the next tick may come at any moment, and the answer to a revalidation is a bodiless 304."""
+
+
 class Prepared:
     """A complete `200 application/json` response built once, then handed as is to every request
     for it: litestar passes an ASGI app returned by a handler straight to the server, so a
-    request costs two sends of prebuilt messages and no per-request encoding."""
+    request costs two sends of prebuilt messages and no per-request encoding.
 
-    __slots__ = ("_body", "_start", "body")
+    Its `ETag` is a hash of the body (which names the tick, so every tick changes it); a request
+    whose `If-None-Match` holds it is answered `304 Not Modified`, without the body."""
+
+    __slots__ = ("_body", "_headers", "_revalidated", "body", "etag")
 
     def __init__(self, body: bytes) -> None:
         self.body = body
-        self._start = {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode())],
-        }
+        self.etag = b'"%s"' % hashlib.blake2b(body, digest_size=12).hexdigest().encode()
+        self._revalidated = [(b"etag", self.etag), (b"cache-control", CACHE_CONTROL)]
+        self._headers = [(b"content-type", b"application/json"),
+                         (b"content-length", str(len(body)).encode()), *self._revalidated]
         self._body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await send(self._start)
+        # fresh header lists: a middleware may add to them (CORS), and they are shared
+        if self._known(scope):
+            await send({"type": "http.response.start", "status": 304,
+                        "headers": list(self._revalidated)})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": list(self._headers)})
         await send(self._body)
+
+    def _known(self, scope: Any) -> bool:
+        """Whether the request's `If-None-Match` names this answer (weak comparison, RFC 9110)."""
+        for name, value in scope["headers"]:
+            if name == b"if-none-match":
+                tags = {tag.strip().removeprefix(b"W/") for tag in value.split(b",")}
+                if self.etag in tags or b"*" in tags:
+                    return True
+        return False
 
 
 class Row:

@@ -26,6 +26,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
+from burstmarket import metrics
 from burstmarket.history.layout import (
     TABLES,
     WINDOW,
@@ -80,7 +81,8 @@ class HistoryExporter:
                     end = min(until, day_end(start))
                     self._export(island, start, end)
                     start = end
-                self._compact(island, max(done, until))
+                with metrics.HISTORY_COMPACTION_SECONDS.time():
+                    self._compact(island, max(done, until))
         finally:
             # what a compaction cut short leaves here is only unswapped copies: never data
             shutil.rmtree(self._work, ignore_errors=True)
@@ -94,6 +96,7 @@ class HistoryExporter:
             params = {"island": island, "start": start, "end": end, "path": str(temp)}
             self._store.query(f"history_{table}", params)
             os.replace(temp, final)
+            metrics.HISTORY_FILES.labels(table).inc()
         log.info("history: exported island=%s %s..%s", island, start, end)
 
     def _drop_leftovers(self, island: str, done: datetime) -> None:

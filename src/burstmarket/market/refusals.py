@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from burstmarket import metrics
 from burstmarket.errors import MarketError
 from burstmarket.logsafe import value
 
@@ -26,3 +27,4 @@ def refusal_line(exc: MarketError, cluster: str | None = None) -> str:
 
 def log_refusal(exc: MarketError, cluster: str | None = None) -> None:
     log.warning(refusal_line(exc, cluster))
+    metrics.REFUSALS.labels(exc.code).inc()

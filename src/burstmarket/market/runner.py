@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 from decimal import Decimal
+from time import perf_counter
 
 from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, rfc3339, to_datetime
@@ -71,6 +72,7 @@ class TickRunner:
         """Run and commit one tick of one island at `time` (default: its next tick time).
         Blocking: call it from a worker thread."""
         figures = self._figures
+        started = perf_counter()
         with self._lock, self._db.held():
             now = self._clock.now_ns()
             at = figures.next_tick_time(island_id, now) if time is None else time
@@ -82,7 +84,9 @@ class TickRunner:
         try:
             with snapshot as cur:
                 inp = self._tick_input(cur, island_id, number, at, billed)
+            read = perf_counter()
             out = run_tick(inp)
+            cleared = perf_counter()
             final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
             """Every node of the island as the tick leaves it."""
             with self._db.held():
@@ -96,7 +100,9 @@ class TickRunner:
                 self._lock.end_tick()
         finally:
             self._lock.end_tick()  # a failed tick commits nothing and lets waiters go
-        return _committed(inp, out)
+        done = perf_counter()
+        return _committed(inp, out, {"read": read - started, "clear": cleared - read,
+                                     "commit": done - cleared})
 
     def _tick_input(
         self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None
@@ -217,7 +223,7 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
 
 
-def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
+def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
     island, tick, time = inp.island.id, inp.tick, rfc3339(inp.time)
     stats = out.clearing.stats
     reserve = usd(inp.island.reserve_price)
@@ -240,6 +246,7 @@ def _committed(inp: TickInput, out: TickOutput) -> TickCommitted:
             "reserve_price": reserve,
             "rungs": render_published_ladder(out.ladder),
         },
+        durations=durations,
     )
 
 

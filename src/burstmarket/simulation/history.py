@@ -18,10 +18,10 @@ from pathlib import Path
 
 import httpx
 
+from burstmarket import logsafe
 from burstmarket.api.app import create_app
 from burstmarket.client import OperatorClient, TickReport
 from burstmarket.history import HistoryExporter
-from burstmarket.server import LogFormat
 from burstmarket.settings import Settings
 from burstmarket.simulation.pace import Driven, run
 from burstmarket.simulation.world import World
@@ -94,9 +94,5 @@ def export_history(settings: Settings, through: datetime) -> None:
 
 def _log_to(path: Path) -> None:
     """The service's log lines (refusals, exports) go to a file, not over the progress bar."""
-    handler = logging.FileHandler(path)
-    handler.setFormatter(LogFormat())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
+    logsafe.configure("text", logging.FileHandler(path))
     logging.getLogger("httpx").setLevel(logging.WARNING)

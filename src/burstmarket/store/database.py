@@ -146,6 +146,17 @@ class Database:
         (durable), with the job's result or the MarketError it refused with."""
         return self._group.submit(job)
 
+    def queued(self) -> int:
+        """Jobs waiting for the group-commit writer."""
+        return self._group.queued()
+
+    def schema_version(self) -> int:
+        """The store's schema version, read from the store (so it also tells that the store
+        answers)."""
+        with self.read() as cur:
+            row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
     def close(self) -> None:
         self._group.stop()
         with self._lock:

@@ -2,7 +2,9 @@
 
 A request that meets one is answered `store-unavailable` (503, Retry-After) with one REFUSED
 line and no traceback: nothing of it was written, and the same request succeeds once the disk
-has room again. DuckDB reports them as `IOException`; everything else stays a bug.
+has room again. DuckDB reports them as `IOException`, or, when the write-ahead log cannot be
+written at COMMIT, as a `TransactionException` "Failed to commit: Could not write file ...";
+everything else stays a bug.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import duckdb
 
 from burstmarket.errors import StoreUnavailable
 
+COMMIT_WRITE_FAILED = "Failed to commit: Could not write file"
+
 
 def store_fault(exc: BaseException) -> StoreUnavailable | None:
     """The refusal to answer for `exc`, if it is a fault of the store rather than a bug."""
     if isinstance(exc, StoreUnavailable):
         return exc
-    if isinstance(exc, duckdb.IOException):
+    commit_failed = isinstance(exc, duckdb.TransactionException) and COMMIT_WRITE_FAILED in str(exc)
+    if isinstance(exc, duckdb.IOException) or commit_failed:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return StoreUnavailable(first_line)
     return None

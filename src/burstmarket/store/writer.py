@@ -25,6 +25,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from burstmarket import metrics
 from burstmarket.errors import MarketError
 from burstmarket.store.faults import store_fault
 from burstmarket.store.rows import Cursor
@@ -96,6 +97,10 @@ class GroupWriter:
         self._queue.put(queued)
         return queued.future
 
+    def queued(self) -> int:
+        """Jobs waiting for the writer."""
+        return self._queue.qsize()
+
     def stop(self) -> None:
         """Finish what is queued, then stop the thread."""
         self._stopped = True
@@ -136,7 +141,7 @@ class GroupWriter:
         with self._db.held():
             batch: Batch | None = None
             try:
-                with self._db.write() as cur:
+                with metrics.WRITER_COMMIT_SECONDS.time(), self._db.write() as cur:
                     batch = Batch(cur)
                     for job in jobs:
                         try:

@@ -1,0 +1,104 @@
+"""The command line refuses what it cannot do with one line and a non-zero exit: a port outside
+1–65535, a port in use (before anything starts), an island or a range `export` has no history
+for; and it answers `-h`, `--version`, and `make run PORT=...`."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BURSTMARKET, OPERATOR_TOKEN
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def burstmarket(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
+    env["BURSTMARKET_OPERATOR_TOKEN"] = OPERATOR_TOKEN
+    return subprocess.run([str(BURSTMARKET), *args], capture_output=True, text=True,
+                          timeout=120, env=env, check=False)
+
+
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The only line the command wrote, wherever it wrote it."""
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "Traceback" not in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "73938", "http"])
+def test_a_port_outside_1_to_65535_exits_2_naming_the_option(port: str, tmp_path: Path) -> None:
+    done = burstmarket("serve", "--port", port, "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 2
+    line = one_line(done)
+    assert line.startswith("burstmarket serve: Invalid value for '--port': "), line
+    assert not (tmp_path / "data").exists()  # nothing was started
+
+
+def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        port = holder.getsockname()[1]
+        done = burstmarket("serve", "--simulate", "--port", str(port),
+                           "--data-dir", str(tmp_path / "data"))
+        assert done.returncode == 1
+        line = one_line(done)
+        assert " ERROR burstmarket.serve: " in line
+        assert line.endswith(f"cannot listen on 127.0.0.1:{port}: "
+                             "the port is in use by another process"), line
+        assert not (tmp_path / "data").exists()  # the store was never opened
+        holder.setblocking(False)
+        with pytest.raises(BlockingIOError):  # and no simulated tenant called the port's holder
+            holder.accept()
+
+
+def test_help_and_version() -> None:
+    for args in (["-h"], ["--help"], ["serve", "-h"], ["export", "-h"], ["simulate", "-h"]):
+        done = burstmarket(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert "Usage: burstmarket" in done.stdout
+    done = burstmarket("--version")
+    assert (done.returncode, done.stdout) == (0, f"burstmarket {version('burstmarket')}\n")
+    unknown = burstmarket("serve", "--prot", "9000")
+    assert unknown.returncode == 2
+    assert one_line(unknown).startswith("burstmarket serve: No such option: --prot")
+
+
+def test_export_refuses_an_island_or_a_range_it_has_no_history_of(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "history" / "ticks" / "island=ref").mkdir(parents=True)
+    common = ["export", "--data-dir", str(data), "--out", str(tmp_path / "out")]
+    unknown = burstmarket(*common, "--start", "2025-01-01", "--end", "2025-01-02",
+                          "--island", "nope")
+    assert unknown.returncode == 1
+    assert one_line(unknown) == (
+        f"burstmarket export: no history of island nope in {data / 'history'} (it holds ref)")
+    empty = burstmarket(*common, "--start", "2025-01-01", "--end", "2025-01-02")
+    assert empty.returncode == 1
+    assert one_line(empty) == (f"burstmarket export: nothing to export: {data / 'history'} "
+                               "holds no history from 2025-01-01 to 2025-01-02")
+    backwards = burstmarket(*common, "--start", "2025-01-02", "--end", "2025-01-01")
+    assert backwards.returncode == 2
+    assert one_line(backwards).startswith("burstmarket export: Invalid value for --end: ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_simulate_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "taken"
+    out.write_text("")
+    done = burstmarket("simulate", "--days", "0.01", "--out", str(out))
+    assert done.returncode == 1
+    assert one_line(done) == f"burstmarket simulate: --out {out} is a file, not a directory"
+
+
+def test_make_run_takes_the_port() -> None:
+    done = subprocess.run(["make", "-n", "run", "PORT=9000"], cwd=REPOSITORY,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    (command,) = [line for line in done.stdout.splitlines() if "burstmarket serve" in line]
+    assert command.endswith("burstmarket serve --simulate --port 9000")
