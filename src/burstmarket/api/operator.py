@@ -23,7 +23,7 @@ from burstmarket.contract import (
     AccountView,
     BlockChange,
     BlockView,
-    ClusterCreated,
+    ClusterCreatedView,
     Credit,
     IslandChange,
     IslandView,
@@ -92,7 +92,7 @@ def post_wire(deps: Deps, name: FromPath[str], data: JSONBody[Wire]) -> AccountV
 
 @post("/clusters", status_code=201, responses=refusals(*WITH_BODY, NotFound, Conflict))
 @threaded
-def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreated:
+def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreatedView:
     """A cluster of an account on an island; its token is shown here, once."""
     return deps.operator.create_cluster(data.account, data.island, data.kind, data.name)
 

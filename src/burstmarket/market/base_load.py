@@ -23,16 +23,7 @@ from contextlib import contextmanager
 from typing import TypeVar, cast
 
 from burstmarket.clock import NS_PER_HOUR, maybe_datetime, rfc3339, to_datetime
-from burstmarket.contract import (
-    BlockOrigin,
-    BlockState,
-    BlocksView,
-    BlockView,
-    OfferCell,
-    OfferState,
-    OffersView,
-    PackingView,
-)
+from burstmarket.contract import BlocksView, BlockView, OfferCell, OffersView, PackingView
 from burstmarket.errors import (
     BuyingClosed,
     Conflict,
@@ -85,6 +76,7 @@ from burstmarket.market.tables import (
     LEDGER,
 )
 from burstmarket.money import units_to_usd, usd
+from burstmarket.states import BlockOrigin, OfferState
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 T = TypeVar("T")
@@ -598,7 +590,7 @@ def _view(b: Block, g: int, money: dict[str, dict[str, int]], now: int) -> Block
         price_usd=_usd(amount(b.rate, gpus, b.ends_at - b.starts_at)),
         starts_at=to_datetime(b.starts_at),
         ends_at=to_datetime(b.ends_at),
-        state=cast(BlockState, b.state),
+        state=b.state,
         ended_at=maybe_datetime(b.ended_at),
         billed_until=maybe_datetime(b.billed_until),
         billed_usd=_usd(money.get(b.id, {}).get(BASE_LOAD, 0)),

@@ -19,21 +19,23 @@ cancellation stopped the block. Receivables are a record, never in the balance.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from burstmarket.clock import NS_PER_MS
 from burstmarket.market.model import Cluster, Node
+from burstmarket.states import LedgerKind
 
-DEPOSIT = "deposit"
-CHARGE = "charge"
-REFUND = "refund"
-HOLD = "hold"
-BASE_LOAD = "base_load"
-COMMITMENT = "commitment"
-RELEASE = "release"
-SECURITY_DEPOSIT = "security_deposit"
-DEPOSIT_RETURN = "deposit_return"
-RECEIVABLE = "receivable"
-WIRE = "wire"
+DEPOSIT: Final = "deposit"
+CHARGE: Final = "charge"
+REFUND: Final = "refund"
+HOLD: Final = "hold"
+BASE_LOAD: Final = "base_load"
+COMMITMENT: Final = "commitment"
+RELEASE: Final = "release"
+SECURITY_DEPOSIT: Final = "security_deposit"
+DEPOSIT_RETURN: Final = "deposit_return"
+RECEIVABLE: Final = "receivable"
+WIRE: Final = "wire"
 BILLED = (CHARGE, REFUND, HOLD, BASE_LOAD)
 BALANCE = (DEPOSIT, *BILLED, SECURITY_DEPOSIT, DEPOSIT_RETURN, WIRE)
 """The kinds the credit balance is the (negated) sum of."""
@@ -43,7 +45,7 @@ BALANCE = (DEPOSIT, *BILLED, SECURITY_DEPOSIT, DEPOSIT_RETURN, WIRE)
 class Entry:
     at: int
     account: str
-    kind: str
+    kind: LedgerKind
     units: int
     cluster: str | None = None
     island: str | None = None
@@ -64,7 +66,7 @@ def amount(rate: int, gpus: int, span_ns: int) -> int:
 
 
 def period_entry(
-    kind: str,
+    kind: LedgerKind,
     at: int,
     account: str,
     cluster: str,
@@ -133,7 +135,7 @@ def stop_billing(
     commitment is released (its billing and commitment fields clear)."""
     entries: list[Entry] = []
 
-    def row(kind: str, start: int, end: int, count: int, price: int) -> Entry:
+    def row(kind: LedgerKind, start: int, end: int, count: int, price: int) -> Entry:
         island = n.island
         return period_entry(kind, at, account, cluster, island, start, end, count, price, node=n.id)
 

@@ -24,6 +24,7 @@ from burstmarket.market.ledger import (
     PurchaseMoney,
 )
 from burstmarket.money import LEDGER_UNITS_PER_USD
+from burstmarket.states import LedgerKind
 from burstmarket.store.rows import Cursor, fetch
 
 DEPOSIT_CAP = 10_000 * LEDGER_UNITS_PER_USD
@@ -60,11 +61,12 @@ def bought(
 ) -> list[Entry]:
     """The rows of a purchase the balance does not cover whole: the deposit taken from the
     balance, the rest owed by wire (none when the balance covers the price)."""
-    rows = []
-    for kind, units in ((SECURITY_DEPOSIT, deposit), (RECEIVABLE, owed)):
-        if units:
-            rows.append(Entry(at, account, kind, units, cluster, island, block=purchase))
-    return rows
+    taken: list[tuple[LedgerKind, int]] = [(SECURITY_DEPOSIT, deposit), (RECEIVABLE, owed)]
+    return [
+        Entry(at, account, kind, units, cluster, island, block=purchase)
+        for kind, units in taken
+        if units
+    ]
 
 
 @dataclass(frozen=True, slots=True)

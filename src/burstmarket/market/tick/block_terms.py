@@ -17,6 +17,7 @@ from burstmarket.market.model import (
 )
 from burstmarket.market.tick.billing import bill_block
 from burstmarket.market.tick.state import TickState
+from burstmarket.states import BlockState
 
 
 def end_terms(s: TickState) -> None:
@@ -110,7 +111,7 @@ def _requeue_small(s: TickState, b: Block, at: int, why: str) -> None:
             s.requeue_small(job, at, why)
 
 
-def _close(s: TickState, b: Block, state: str, at: int) -> None:
+def _close(s: TickState, b: Block, state: BlockState, at: int) -> None:
     for n in s.out_of_service:
         if n.block == b.id:
             n.block = None  # out of service: in no index

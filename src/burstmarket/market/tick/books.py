@@ -8,6 +8,7 @@ from burstmarket.market.guard import window_open
 from burstmarket.market.ledger import HOLD, Entry, amount, period_entry
 from burstmarket.market.model import K8S_INCREMENT_NS, Cluster, Node
 from burstmarket.market.tick.types import TickInput
+from burstmarket.states import LedgerKind
 
 
 class Books:
@@ -27,7 +28,7 @@ class Books:
 
     def bill(
         self,
-        kind: str,
+        kind: LedgerKind,
         c: Cluster,
         start: int,
         end: int,
@@ -45,7 +46,7 @@ class Books:
         self.ledger.append(row)
 
     def record(
-        self, c: Cluster, kind: str, units: int, gpus: int = 0, block: str | None = None
+        self, c: Cluster, kind: LedgerKind, units: int, gpus: int = 0, block: str | None = None
     ) -> None:
         """A row with no period: the spend guard's (commitment, release), or a base load
         purchase's deposit given back or receivable closed."""
