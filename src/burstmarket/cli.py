@@ -108,6 +108,16 @@ def serve(
     rate_burst: Annotated[
         int, typer.Option(min=1, help="Requests a cluster token may make at once.")
     ] = 200,
+    feed_backlog: Annotated[
+        int,
+        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
+                     "closed 4008 slow-consumer."),
+    ] = 256,
+    feed_ping_seconds: Annotated[
+        float,
+        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
+                     "a ping unanswered this long is closed 4008 slow-consumer."),
+    ] = 20.0,
     log_format: Annotated[
         LogChoice,
         typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
@@ -146,6 +156,8 @@ def serve(
             tick_seconds=tick_seconds,
             rate_per_second=rate_limit,
             rate_burst=rate_burst,
+            feed_backlog=feed_backlog,
+            feed_ping_seconds=feed_ping_seconds,
             log_format=log_format.value,
             cors_origins=tuple(o.strip() for o in cors_origins.split(",") if o.strip()),
         )

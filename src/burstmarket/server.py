@@ -73,6 +73,10 @@ def serve(settings: Settings, started: Callable[[], None] = lambda: None) -> Non
             ws=FeedWebSocketProtocol,
             ws_per_message_deflate=False,
             ws_max_size=settings.max_body_bytes,  # a client's frame, like a request body
+            # A ping unanswered for as long as the interval closes the client as a slow
+            # consumer (feed/wire.py), so one that stops reading is gone within two intervals.
+            ws_ping_interval=settings.feed_ping_seconds,
+            ws_ping_timeout=settings.feed_ping_seconds,
         )
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -73,6 +73,12 @@ class Settings:
     """Requests a cluster token may make at once above `rate_per_second` (`--rate-burst`)."""
     max_body_bytes: int = 1_048_576
     """Largest request body accepted; a larger one is refused `too-large` (413)."""
+    feed_backlog: int = 256
+    """Messages the feed holds for one websocket subscriber (`--feed-backlog`); one more and it
+    is closed 4008 `slow-consumer` (docs/api.md "Slow consumers and the replay budget")."""
+    feed_ping_seconds: float = 20.0
+    """Websocket keepalive (`--feed-ping-seconds`): a ping this often; a client that leaves one
+    unanswered this long has stopped reading and is closed 4008 `slow-consumer`."""
     first_island: IslandSpec | None = REFERENCE_ISLAND
     """The island a new store starts with (a store that has islands keeps its own); None: a
     new store starts with none."""
@@ -111,4 +117,6 @@ class Settings:
             raise ValueError("tick-seconds must be at least 0.001")
         if settings.rate_per_second < 0 or settings.rate_burst < 1:
             raise ValueError("the rate limit must be at least 0 and the burst at least 1")
+        if settings.feed_backlog < 1 or settings.feed_ping_seconds <= 0:
+            raise ValueError("the feed backlog must be at least 1 and the ping interval above 0")
         return settings

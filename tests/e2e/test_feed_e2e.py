@@ -7,7 +7,7 @@ test makes its own island and only looks at its own channels.
 
 from __future__ import annotations
 
-import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +15,19 @@ from typing import Any
 
 import duckdb
 import pytest
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
 
 from tests.conftest import Server, StartServer
+from tests.e2e.feed_client import (
+    port_of,
+    read_until_close,
+    recv,
+    send,
+    slow_consumer_lines,
+    subscribe,
+    wait_for_line,
+    ws_url,
+)
 from tests.e2e.support import (
     Scrape,
     declare,
@@ -30,24 +40,6 @@ from tests.e2e.support import (
 from tests.feed.support import RawClient
 
 STATS_KEYS = ("island", "tick", "time")
-
-
-def ws_url(server: Server) -> str:
-    return server.url.replace("http://", "ws://") + "/ws/market"
-
-
-def recv(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
-    message: dict[str, Any] = json.loads(ws.recv(timeout=timeout))
-    return message
-
-
-def send(ws: ClientConnection, frame: Any) -> None:
-    ws.send(frame if isinstance(frame, str | bytes) else json.dumps(frame))
-
-
-def subscribe(ws: ClientConnection, channels: list[str], **extra: Any) -> None:
-    send(ws, {"op": "subscribe", "channels": channels, **extra})
-    assert recv(ws) == {"type": "subscribed", "channels": channels}
 
 
 def populate(server: Server, island: str, nodes: int = 4) -> list[dict[str, str]]:
@@ -133,11 +125,7 @@ def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
             live += [recv(watcher), recv(watcher)]
         with connect(ws_url(server)) as ws:
             subscribe(ws, channels, from_tick=last + 1)
-            got = [recv(ws) for _ in range(2 * 4)]
-            snapshots = [m for m in got if m["type"] == "snapshot"]
-            replayed = [m for m in got if m["type"] == "update"]
-            assert [(m["channel"], m["tick"]) for m in snapshots] == [
-                (channel, last + 3) for channel in channels]
+            replayed = [recv(ws) for _ in range(2 * 3)]  # no snapshot: the missed ticks first
             for channel in channels:
                 assert [m for m in replayed if m["channel"] == channel] == [
                     m for m in live[2:] if m["channel"] == channel]
@@ -145,6 +133,71 @@ def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
             tick(server)
             assert {(m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
                 (channel, last + 4) for channel in channels}
+
+
+def test_from_tick_replays_first_in_order_while_ticks_commit(
+    start_server: StartServer,
+) -> None:
+    """Ticks commit back to back while the replay is read and sent: each channel still goes
+    from_tick … latest, then live, each tick once. (Which ticks meet which read is up to the
+    machine here; tests/feed/test_socket.py commits ticks inside the replay's reads.)"""
+    server = start_server("--clock", "manual", "--tick-seconds", "10")
+    populate(server, "fe7")
+    tick(server, 100)
+    channels = ["stats:fe7", "ladder:fe7"]
+    committed: list[int] = []
+
+    def ticker() -> None:
+        for _ in range(30):
+            committed.append(tick(server)["tick"])
+
+    with connect(ws_url(server)) as ws:
+        ticking = threading.Thread(target=ticker)
+        ticking.start()
+        while not committed:
+            time.sleep(0.001)
+        send(ws, {"op": "subscribe", "channels": channels, "from_tick": 1, "id": "replay"})
+        ticking.join()
+        assert recv(ws) == {"type": "subscribed", "channels": channels, "id": "replay"}
+        final = committed[-1]
+        assert final == 130  # three reads of the store for each channel
+        got = [recv(ws) for _ in range(2 * final)]
+        for channel in channels:
+            sent = [(m["type"], m["tick"]) for m in got if m["channel"] == channel]
+            assert sent == [("update", n) for n in range(1, final + 1)], channel
+        tick(server)
+        assert {(m["type"], m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
+            ("update", channel, final + 1) for channel in channels}
+
+
+def test_a_client_that_stops_reading_is_closed_4008_with_one_log_line(
+    start_server: StartServer,
+) -> None:
+    # A quiet feed: nothing fills the backlog. The keepalive ping (every second here, 20 s by
+    # default) goes unanswered by a client that does not read, and that closes it.
+    server = start_server("--clock", "manual", "--feed-ping-seconds", "1")
+    populate(server, "fe8")
+    tick(server)
+    silent = RawClient(port_of(server))
+    try:
+        with connect(ws_url(server)) as reading:
+            silent.send_json({"op": "subscribe", "channels": ["stats:fe8"]})
+            subscribe(reading, ["stats:fe8"])
+            assert recv(reading)["type"] == "snapshot"
+            wait_for_line(server)
+            messages, code, reason = read_until_close(silent)
+            assert (code, reason) == (4008, b"slow-consumer")
+            assert [m["type"] for m in messages[:2]] == ["subscribed", "snapshot"]
+            # A client that reads answers the pings and stays: past several ping intervals
+            # it still gets the next tick.
+            time.sleep(3)
+            tick(server)
+            assert recv(reading)["tick"] == 2
+        lines = slow_consumer_lines(server)
+        assert len(lines) == 1, lines
+        assert "a keepalive ping unanswered for 1 s" in lines[0]
+    finally:
+        silent.close()
 
 
 GARBAGE: list[tuple[Any, str, str]] = [
@@ -199,53 +252,52 @@ def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
 
 @pytest.fixture
 def wide_server(start_server: StartServer) -> Server:
-    return start_server("--clock", "manual", "--tick-seconds", "10")
+    # A small backlog (16 messages, two ticks of the fast client's eight channels); no keepalive
+    # ping in the test's time, so the backlog is what closes the slow client.
+    return start_server("--clock", "manual", "--tick-seconds", "10", "--feed-backlog", "16",
+                        "--feed-ping-seconds", "600")
 
 
 def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
     wide_server: Server,
 ) -> None:
     server = wide_server
-    # Four islands of 600 idle nodes: each tick is four ~35 kB ladders plus stats, so the slow
-    # client's socket buffers fill within a few ticks and its backlog soon after.
+    # Four islands of 600 idle nodes: each tick is four ~52 kB ladders plus stats, so the slow
+    # client's socket buffers (some 3 MB on loopback) fill within a few ticks and its backlog
+    # right after.
     islands = [f"big{n}" for n in range(4)]
     for island in islands:
         make_island(server, island, nodes=600, reserve=1.0)
     tick(server)
     channels = [f"{feed}:{island}" for island in islands for feed in ("ladder", "stats")]
-    slow = RawClient(int(server.url.rsplit(":", 1)[1]))
+    slow = RawClient(port_of(server))
     slow.send_json({"op": "subscribe", "channels": channels[:4]})
     slow.send_json({"op": "subscribe", "channels": channels[4:]})
     try:
         with connect(ws_url(server), max_size=None) as fast:
             subscribe(fast, channels)
             assert [recv(fast)["tick"] for _ in channels] == [1] * len(channels)
-            closed = False
             for number in range(2, 400):
                 tick(server)
                 got = [recv(fast) for _ in channels]
                 assert {(m["type"], m["tick"]) for m in got} == {("update", number)}
-                if "closing a slow consumer" in server.log():
-                    closed = True
+                if slow_consumer_lines(server):
                     break
-            assert closed, "the slow consumer was never closed"
+            lines = slow_consumer_lines(server)
+            assert len(lines) == 1, lines
+            assert "16 messages held" in lines[0]
             # The slow one reads what was on its way: a gap-free prefix per channel, then 4008.
-            # (Keepalive pings, every 20 s, may come in between on a loaded machine.)
-            messages, (opcode, payload) = [], slow.frame()
-            while opcode in (0x1, 0x9):
-                if opcode == 0x1:
-                    messages.append(json.loads(payload))
-                opcode, payload = slow.frame()
-            assert opcode == 0x8
-            assert (int.from_bytes(payload[:2], "big"), payload[2:]) == (4008, b"slow-consumer")
+            messages, code, reason = read_until_close(slow)
+            assert (code, reason) == (4008, b"slow-consumer")
             assert Scrape(server.client).value("burstmarket_feed_slow_consumer_closes_total") == 1
             for channel in channels:
                 ticks = [m["tick"] for m in messages if m.get("channel") == channel]
                 assert ticks == list(range(1, len(ticks) + 1))
                 assert len(ticks) < number
-            # The fast one is still served.
+            # The fast one is still served; the slow one's close made one line, not more.
             tick(server)
             assert {recv(fast)["tick"] for _ in channels} == {number + 1}
+            assert len(slow_consumer_lines(server)) == 1
     finally:
         slow.close()
 
@@ -348,10 +400,9 @@ def test_after_a_restart_the_feed_resumes_from_the_store(
     assert rest(second, "/api/market/stats", island="fe6") == before
     with connect(ws_url(second)) as ws:
         subscribe(ws, ["stats:fe6", "ladder:fe6"], from_tick=2)
-        got = [recv(ws) for _ in range(2 + len(live))]
-        assert [m for m in got if m["type"] == "update"] == sorted(
-            live, key=lambda m: (m["channel"] != "stats:fe6", m["tick"]))
-        assert {m["tick"] for m in got if m["type"] == "snapshot"} == {before["tick"]}
+        got = [recv(ws) for _ in live]
+        assert got == sorted(live, key=lambda m: (m["channel"] != "stats:fe6", m["tick"]))
+        assert got[-1]["tick"] == before["tick"]
         answer = tick(second, island="fe6")
         assert answer["tick"] == before["tick"] + 1
         assert {recv(ws)["tick"], recv(ws)["tick"]} == {answer["tick"]}

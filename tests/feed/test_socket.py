@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from burstmarket.feed import FeedOptions
+from burstmarket.feed.messages import Row
 from tests.feed.support import FeedServer, MarketDB, RawClient, backfill
 
 HOLD = {"a": (16, "2.5"), "b": (8, "3.1")}
@@ -78,20 +81,93 @@ def test_from_tick_replays_missed_ticks_from_the_store_then_goes_live(server: Fe
         with connect(server.ws_url) as ws:
             send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 3})
             assert recv(ws)["type"] == "subscribed"
-            snapshot = recv(ws)
-            assert (snapshot["type"], snapshot["tick"]) == ("snapshot", 5)
+            # No snapshot: the missed ticks first, read back from DuckDB, equal to what went out
+            # live field for field; then live.
             replayed = [recv(ws) for _ in range(3)]
-            # Read back from DuckDB, the replayed ticks equal what went out live, field for field.
             assert replayed == live[1:]
             server.tick("east", 6, holdings=HOLD)
             assert recv(ws)["tick"] == 6
+            # From the next tick: nothing to replay, nothing sent until it comes.
             send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 7})
             assert recv(ws)["type"] == "subscribed"
-            snapshot = recv(ws)
-            assert (snapshot["type"], snapshot["tick"]) == ("snapshot", 6)  # nothing to replay
+            with pytest.raises(TimeoutError):
+                recv(ws, timeout=1)
             server.tick("east", 7, holdings=HOLD)
             update = recv(ws)
             assert (update["type"], update["tick"]) == ("update", 7)
+            # A new from_tick replaces the stream: from 5 again, then live.
+            send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 5})
+            assert recv(ws)["type"] == "subscribed"
+            assert [(m["type"], m["tick"]) for m in (recv(ws), recv(ws), recv(ws))] == [
+                ("update", 5), ("update", 6), ("update", 7)]
+            server.tick("east", 8, holdings=HOLD)
+            assert recv(ws)["tick"] == 8
+            # Without from_tick: the snapshot, then live.
+            send(ws, {"op": "subscribe", "channels": ["stats:east"]})
+            assert recv(ws)["type"] == "subscribed"
+            snapshot = recv(ws)
+            assert (snapshot["type"], snapshot["tick"]) == ("snapshot", 8)
+
+
+def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[int]:
+    """Make the feed commit the next tick of `east` during each replay read: before the read
+    (so the read sees it) with its publication `publish_after` seconds later, or, with None,
+    after the read with its publication before the read returns. Returns the ticks made."""
+    feed = server.feed
+    read = feed._read_replay
+    made: list[int] = []
+
+    async def read_while_ticking(channel: str, from_tick: int, to_tick: int) -> list[Row]:
+        event = None
+        if publish_after is not None:
+            event = server.db.commit("east", latest(server) + 1, holdings=HOLD)
+            asyncio.get_running_loop().call_later(publish_after, feed.on_tick, event)
+        rows = await read(channel, from_tick, to_tick)
+        if event is None:
+            event = server.db.commit("east", latest(server) + 1, holdings=HOLD)
+            feed.on_tick(event)
+        made.append(event.tick)
+        return rows
+
+    feed._read_replay = read_while_ticking  # type: ignore[method-assign]
+    return made
+
+
+def latest(server: FeedServer) -> int:
+    ((tick,),) = server.db.cursor().execute(
+        "SELECT max(tick) FROM ticks WHERE island = 'east'").fetchall()
+    return int(tick)
+
+
+@pytest.mark.parametrize(
+    "publish_after", [0.5, None], ids=["read-sees-it-published-after", "published-during-read"])
+def test_a_tick_committed_during_the_replay_comes_once_in_order(
+    server: FeedServer, publish_after: float | None
+) -> None:
+    # 150 ticks: the replay from tick 1 takes three reads; a tick commits during each.
+    backfill(server.db, "east", range(1, 150))
+    server.tick("east", 150, holdings=HOLD)
+    made = replay_reads_tick(server, publish_after)
+    with connect(server.ws_url) as ws:
+        send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 1, "id": 1})
+        assert recv(ws) == {"type": "subscribed", "channels": ["stats:east"], "id": 1}
+        got = [recv(ws) for _ in range(153)]
+        assert made == [151, 152, 153]
+        assert [(m["type"], m["tick"]) for m in got] == [("update", t) for t in range(1, 154)]
+        # Every delayed publication has come (the REST latest follows them), and went nowhere.
+        deadline = time.monotonic() + 10
+        while get_stats(server)["tick"] != 153:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        server.tick("east", 154, holdings=HOLD)
+        update = recv(ws)
+        assert (update["type"], update["tick"]) == ("update", 154)
+
+
+def get_stats(server: FeedServer) -> dict[str, Any]:
+    stats: dict[str, Any] = httpx.get(f"{server.url}/api/market/stats",
+                                      params={"island": "east"}).json()
+    return stats
 
 
 def test_from_tick_outside_the_store_window_is_refused_and_the_connection_survives(
@@ -109,8 +185,9 @@ def test_from_tick_outside_the_store_window_is_refused_and_the_connection_surviv
             assert (error["earliest_tick"], error["next_tick"]) == (earliest, 402)
         send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 41})
         assert recv(ws)["type"] == "subscribed"
-        assert recv(ws)["tick"] == 401
-        assert [recv(ws)["tick"] for _ in range(361)] == list(range(41, 402))
+        replayed = [recv(ws) for _ in range(361)]
+        assert {m["type"] for m in replayed} == {"update"}
+        assert [m["tick"] for m in replayed] == list(range(41, 402))
 
 
 def test_malformed_frames_get_errors_and_the_connection_and_server_survive(
@@ -245,3 +322,39 @@ def test_a_server_without_the_feed_wire_refuses_websockets(
         # HTTP is unaffected.
         assert httpx.get(f"{server.url}/api/market/stats", params={"island": "east"}).json()[
             "tick"] == 1
+
+
+def test_request_ids_are_echoed_on_every_answer(server: FeedServer) -> None:
+    server.tick("east", 1, holdings=HOLD)
+    with connect(server.ws_url) as ws:
+        send(ws, {"op": "ping", "id": 42})
+        pong = recv(ws)
+        assert (pong["type"], pong["id"]) == ("pong", 42)
+        send(ws, {"op": "subscribe", "channels": ["stats:east"], "id": "sub-1"})
+        assert recv(ws) == {"type": "subscribed", "channels": ["stats:east"], "id": "sub-1"}
+        assert "id" not in recv(ws)  # the snapshot answers nobody's frame
+        send(ws, {"op": "unsubscribe", "channels": ["stats:east"], "id": -(2**53 - 1)})
+        assert recv(ws) == {"type": "unsubscribed", "channels": ["stats:east"], "id": -(2**53 - 1)}
+        # Refused frames are answered with their id when it is itself valid.
+        for frame, field in (
+            ({"op": "dance", "id": 7}, "op"),
+            ({"op": "subscribe", "channels": ["stats:east"], "from_tick": -1, "id": "x" * 64},
+             "from_tick"),
+            ({"op": "subscribe", "channels": ["weather:east"], "id": 8}, "channels"),
+        ):
+            send(ws, frame)
+            error = recv(ws)
+            assert (error["type"], error["error"], error["field"], error["id"]) == (
+                "error", "invalid", field, frame["id"])
+        send(ws, {"op": "subscribe", "channels": ["stats:atlantis"], "id": "far"})
+        error = recv(ws)
+        assert (error["error"], error["island"], error["id"]) == ("not-found", "atlantis", "far")
+        # An id that is not one (too long, too big, a float, a list) is itself the fault.
+        for bad in ("x" * 65, 2**53, 1.5, [1], {"a": 1}, True):
+            send(ws, {"op": "ping", "id": bad})
+            error = recv(ws)
+            assert (error["error"], error["field"]) == ("invalid", "id"), bad
+            assert "id" not in error
+        # Without an id, answers carry none.
+        send(ws, {"op": "ping"})
+        assert set(recv(ws)) == {"type", "time"}

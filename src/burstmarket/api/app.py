@@ -25,7 +25,7 @@ from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.errors import NotFound
-from burstmarket.feed import build_feed
+from burstmarket.feed import FeedOptions, build_feed
 from burstmarket.history import dictionary
 from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
@@ -102,7 +102,10 @@ def create_app(settings: Settings) -> Litestar:
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(db, settings)
+    feed = build_feed(
+        db, settings, FeedOptions(backlog=settings.feed_backlog,
+                                  ping_seconds=settings.feed_ping_seconds)
+    )
     market.listeners += [feed.on_tick, metrics.on_tick]
     metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None

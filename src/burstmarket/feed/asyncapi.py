@@ -1,21 +1,76 @@
-"""The feed's AsyncAPI 3.0 document, built from the feed catalog (so it never drifts from it)."""
+"""The feed's AsyncAPI 3.0 document, built from the feed catalog and the client frames' limits
+(so it never drifts from them).
+
+Every message lists every field it can carry and nothing else (`additionalProperties: false`),
+the `error` message its codes and figures, and the channel its close codes (`x-close-codes`,
+AsyncAPI having no field for them). `servers` names the host the document was asked from.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from burstmarket import __version__
+from burstmarket.errors import Invalid, NotFound
 from burstmarket.feed.catalog import FeedSpec
-from burstmarket.feed.protocol import MAX_CHANNELS
+from burstmarket.feed.hub import SLOW_CONSUMER
+from burstmarket.feed.protocol import MAX_CHANNEL, MAX_CHANNELS, MAX_ID, MAX_ID_INT
 
 HEARTBEAT_SECONDS = 5.0
 
 _TIME = {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"}
+_TICK = {"type": "integer", "minimum": 0}
+_ID = {
+    "description": "the client's request id, echoed on the answer to its frame",
+    "oneOf": [{"type": "string", "maxLength": MAX_ID},
+              {"type": "integer", "minimum": -MAX_ID_INT, "maximum": MAX_ID_INT}],
+}
+_CHANNELS = {"type": "array", "items": {"type": "string", "maxLength": MAX_CHANNEL},
+             "minItems": 1, "maxItems": MAX_CHANNELS}
+
+ERROR_CODES = {
+    Invalid.code: "a malformed frame or out-of-range value; `field` names it",
+    NotFound.code: "a channel of an island that has not ticked (`island`)",
+}
+"""The refusals the feed answers with (feed/feed.py raises no others)."""
+
+ERROR_FIGURES: dict[str, dict[str, Any]] = {
+    "field": {"type": "string", "description": "the field at fault (`invalid`): `frame` when "
+              "the frame is not a JSON object, else op, channels, from_tick or id"},
+    "channel": {"type": "string", "description": "the unknown channel"},
+    "island": {"type": "string", "description": "the island the refusal is about"},
+    "earliest_tick": {**_TICK, "description": "the oldest tick `from_tick` may name now"},
+    "next_tick": {**_TICK, "description": "the tick after the island's latest"},
+}
+"""The figures an `error` message may carry beside `error` and `detail`."""
 
 
-def _obj(properties: dict[str, Any], *, required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "properties": properties,
-            "required": list(properties) if required is None else required}
+def close_codes(backlog: int, ping_seconds: float) -> dict[str, dict[str, str]]:
+    """The codes the server closes a connection with (its close reason where it is fixed)."""
+    return {
+        str(SLOW_CONSUMER): {
+            "reason": "slow-consumer",
+            "description": (
+                f"the client fell behind: {backlog} messages held for it and one more due, or "
+                f"a keepalive ping (one every {ping_seconds:g} s) left unanswered for "
+                f"{ping_seconds:g} s. One log line. It may resubscribe with `from_tick`."),
+        },
+        "1002": {"description": "a frame that breaks the websocket protocol (the reason says "
+                                "how, e.g. `incorrect masking`)"},
+        "1007": {"description": "a text frame that is not UTF-8"},
+        "1009": {"description": "a client message over the size limit (1 MiB by default)"},
+        "1012": {"description": "the service is shutting down or restarting"},
+    }
+
+
+def servers(host: str, secure: bool) -> dict[str, Any]:
+    return {"market": {"host": host, "protocol": "wss" if secure else "ws",
+                       "description": "the service this document was served by"}}
+
+
+def _obj(properties: dict[str, Any], *, optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "additionalProperties": False,
+            "required": [name for name in properties if name not in optional]}
 
 
 def _message(name: str, summary: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -23,42 +78,55 @@ def _message(name: str, summary: str, payload: dict[str, Any]) -> dict[str, Any]
             "payload": payload}
 
 
+def _reply(kind: str, summary: str, **fields: Any) -> dict[str, Any]:
+    """An answer to a client frame: its fields, and the frame's `id` when it had one."""
+    return _message(kind, summary, _obj({"type": {"const": kind}, **fields, "id": _ID},
+                                        optional=("id",)))
+
+
 def _tick_message(kind: str, spec: FeedSpec, summary: str) -> dict[str, Any]:
-    data = _obj(spec.schema)
-    payload = _obj({
+    return _message(f"{kind}_{spec.name}", summary, _obj({
         "type": {"const": kind},
         "channel": {"type": "string",
                     "pattern": "^" + spec.channel.replace("{island}", ".+") + "$"},
-        "tick": {"type": "integer", "description": "gap-free per island"},
+        "tick": {**_TICK, "description": "gap-free per island"},
         "time": _TIME,
-        "data": data,
-    })
-    return _message(f"{kind}_{spec.name}", summary, payload)
+        "data": {"type": "object", "properties": spec.schema, "required": list(spec.schema)},
+    }))
 
 
-def document(specs: tuple[FeedSpec, ...], path: str) -> dict[str, Any]:
-    channels_list = {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                     "maxItems": MAX_CHANNELS}
+def document(
+    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float
+) -> dict[str, Any]:
+    """The document; its `servers` is filled in for each request (`servers()`)."""
     client = {
-        "subscribe": _message("subscribe", "Join channels; `from_tick` replays first", _obj(
-            {"op": {"const": "subscribe"}, "channels": channels_list,
-             "from_tick": {"type": "integer", "minimum": 0}},
-            required=["op", "channels"],
+        "subscribe": _message("subscribe", "Join channels", _obj(
+            {"op": {"const": "subscribe"}, "channels": _CHANNELS,
+             "from_tick": {**_TICK, "description": (
+                 "replay the ticks from_tick … latest as updates, then live, with no snapshot; "
+                 "at most one hour back and at most the next tick")},
+             "id": _ID},
+            optional=("from_tick", "id"),
         )),
         "unsubscribe": _message("unsubscribe", "Leave channels", _obj(
-            {"op": {"const": "unsubscribe"}, "channels": channels_list})),
-        "ping": _message("ping", "Ask for a pong", _obj({"op": {"const": "ping"}})),
+            {"op": {"const": "unsubscribe"}, "channels": _CHANNELS, "id": _ID},
+            optional=("id",))),
+        "ping": _message("ping", "Ask for a pong", _obj(
+            {"op": {"const": "ping"}, "id": _ID}, optional=("id",))),
     }
+    codes = "; ".join(f"`{code}`: {what}" for code, what in ERROR_CODES.items())
     server = {
-        "subscribed": _message("subscribed", "Channels joined", _obj(
-            {"type": {"const": "subscribed"}, "channels": channels_list})),
-        "unsubscribed": _message("unsubscribed", "Channels left", _obj(
-            {"type": {"const": "unsubscribed"}, "channels": channels_list})),
-        "pong": _message("pong", "Answer to ping", _obj({"type": {"const": "pong"},
-                                                         "time": _TIME})),
-        "error": _message("error", "A refused frame; the connection stays open", _obj(
-            {"type": {"const": "error"}, "error": {"type": "string"},
-             "detail": {"type": "string"}},
+        "subscribed": _reply("subscribed", "Channels joined", channels=_CHANNELS),
+        "unsubscribed": _reply("unsubscribed", "Channels left", channels=_CHANNELS),
+        "pong": _reply("pong", "Answer to ping", time=_TIME),
+        "error": _message("error", f"A refused frame; the connection stays open. {codes}.", _obj(
+            {"type": {"const": "error"},
+             "error": {"oneOf": [{"const": code, "description": what}
+                                 for code, what in ERROR_CODES.items()]},
+             "detail": {"type": "string", "description": "a sentence"},
+             **ERROR_FIGURES,
+             "id": _ID},
+            optional=(*ERROR_FIGURES, "id"),
         )),
         "heartbeat": _message(
             "heartbeat",
@@ -70,9 +138,11 @@ def document(specs: tuple[FeedSpec, ...], path: str) -> dict[str, Any]:
     }
     for spec in specs:
         server[f"snapshot_{spec.name}"] = _tick_message(
-            "snapshot", spec, f"{spec.description} Latest tick, first on every subscribe.")
+            "snapshot", spec, f"{spec.description} The latest tick, first on a subscribe "
+            "without from_tick.")
         server[f"update_{spec.name}"] = _tick_message(
-            "update", spec, f"{spec.description} One per tick, replayed ticks first.")
+            "update", spec, f"{spec.description} One per tick; with from_tick, the replayed "
+            "ticks first, then live: each tick once, in order.")
     ref = "#/channels/market/messages/"
     return {
         "asyncapi": "3.0.0",
@@ -82,12 +152,19 @@ def document(specs: tuple[FeedSpec, ...], path: str) -> dict[str, Any]:
             "description": (
                 "Public, read-only market data over one websocket. Channels: "
                 + ", ".join(f"`{spec.channel}`" for spec in specs)
-                + ". A subscriber that falls behind by a bounded backlog is closed with code "
-                "4008 `slow-consumer` and may resubscribe with `from_tick`."
+                + f". A subscriber that falls behind ({backlog} messages held, or a keepalive "
+                f"ping unanswered for {ping_seconds:g} s) is closed with code 4008 "
+                "`slow-consumer` and may resubscribe with `from_tick`."
             ),
         },
+        "servers": {},
         "defaultContentType": "application/json",
-        "channels": {"market": {"address": path, "messages": {**client, **server}}},
+        "channels": {"market": {
+            "address": path,
+            "servers": [{"$ref": "#/servers/market"}],
+            "messages": {**client, **server},
+            "x-close-codes": close_codes(backlog, ping_seconds),
+        }},
         "operations": {
             "clientSends": {
                 "action": "receive",

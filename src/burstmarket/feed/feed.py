@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Protocol, cast
 
 import msgspec
-from litestar import Response, WebSocket, get, websocket
+from litestar import Request, Response, WebSocket, get, websocket
 from litestar.handlers import BaseRouteHandler
 from litestar.params import QueryParameter
 
@@ -25,11 +25,18 @@ from burstmarket.contract import Candle
 from burstmarket.errors import Invalid, MarketError, NotFound, StoreUnavailable
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
-from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document
+from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document, servers
 from burstmarket.feed.catalog import FeedSpec, load_catalog
 from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
-from burstmarket.feed.messages import Prepared, Row, error_frame, message_frame, rfc3339
-from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame
+from burstmarket.feed.messages import (
+    Prepared,
+    Row,
+    error_frame,
+    message_frame,
+    reply_frame,
+    rfc3339,
+)
+from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame, request_id
 from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.wire import wire_of
 from burstmarket.history import HistoryExporter
@@ -63,6 +70,9 @@ class FeedOptions:
     """Silence on a connection after which it gets a heartbeat."""
     close_timeout: float = 5.0
     """How long a closed slow consumer's socket may take to drain before it is cut off."""
+    ping_seconds: float = 20.0
+    """The server's websocket keepalive (a ping this often, unanswered this long: a slow
+    consumer); uvicorn sends the pings (server.py), this says so in the AsyncAPI document."""
     ws_path: str = "/ws/market"
     asyncapi_path: str = "/schema/asyncapi.json"
     """Beside litestar's default OpenAPI document (`/schema/openapi.json`)."""
@@ -86,7 +96,8 @@ class Feed:
         """(feed, island) -> (latest tick, oldest tick a replay may start from at that tick)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
-        self._asyncapi = msgspec.json.encode(document(self.specs, options.ws_path))
+        self._asyncapi = document(self.specs, options.ws_path, backlog=options.backlog,
+                                  ping_seconds=options.ping_seconds)
         self.route_handlers: list[BaseRouteHandler] = [
             *(self._latest_handler(spec) for spec in self.specs),
             self._series_handler(),
@@ -230,7 +241,9 @@ class Feed:
             failed.cancel()
             await asyncio.gather(reader, failed, return_exceptions=True)
         if subscriber.close_code == SLOW_CONSUMER:
-            log.info("feed: closing a slow consumer %s", socket.client)
+            peer = socket.client
+            where = f"{peer.host}:{peer.port}" if peer else "-"
+            log.info("feed: closing a slow consumer %s: %s", where, subscriber.close_why)
             metrics.SLOW_CONSUMER_CLOSES.inc()
             subscriber.close(SLOW_CONSUMER, "slow-consumer", self.options.close_timeout)
 
@@ -240,23 +253,32 @@ class Feed:
             if message["type"] == "websocket.disconnect":
                 return
             data = cast(dict[str, Any], message)
+            raw = data.get("text") or data.get("bytes") or b""
             try:
-                frame = parse_frame(data.get("text") or data.get("bytes") or b"")
+                frame = parse_frame(raw)
+            except MarketError as error:
+                self._refuse(subscriber, error, request_id(raw))
+                continue
+            try:
                 await self._handle(subscriber, frame)
             except MarketError as error:
-                log_refusal(error)
-                subscriber.offer(error_frame(error))
+                self._refuse(subscriber, error, frame.id)
+
+    @staticmethod
+    def _refuse(subscriber: Subscriber, error: MarketError, answering: str | int | None) -> None:
+        log_refusal(error)
+        subscriber.offer(error_frame(error, answering))
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
         if isinstance(frame, Ping):
-            subscriber.offer(message_frame({"type": "pong", "time": rfc3339(datetime.now(UTC))}))
+            subscriber.offer(reply_frame("pong", frame.id, time=rfc3339(datetime.now(UTC))))
         elif isinstance(frame, Subscribe):
             await self._subscribe(subscriber, frame)
         else:
             channels = list(dict.fromkeys(frame.channels))
             for channel in channels:
                 self._hub.leave(subscriber, channel)
-            subscriber.offer(message_frame({"type": "unsubscribed", "channels": channels}))
+            subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
         """All channels or none: every channel and `from_tick` is checked before joining. A
@@ -271,7 +293,7 @@ class Feed:
             return
         for channel, _, _ in targets:
             self._hub.join(subscriber, channel)
-        subscriber.offer(message_frame({"type": "subscribed", "channels": channels}))
+        subscriber.offer(reply_frame("subscribed", frame.id, channels=channels))
         for channel, _, _ in targets:
             subscriber.start(self._hub.latest[channel], frame.from_tick)
 
@@ -355,9 +377,12 @@ class Feed:
                    operation_class=documented(also=also))(handler)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
-        body = self._asyncapi
+        document = self._asyncapi
 
-        async def handler() -> Response[bytes]:
+        async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
+            host = request.headers.get("host") or request.url.netloc
+            secure = request.url.scheme == "https"
+            body = msgspec.json.encode({**document, "servers": servers(host, secure)})
             return Response(body, media_type=_JSON)
 
         return get(self.options.asyncapi_path, name="asyncapi", summary="AsyncAPI document",

@@ -5,14 +5,22 @@ tick's frame (built once) to each subscriber's transport in one loop. A subscrib
 transport is past its high-water mark of unsent bytes gets its frames queued instead, and one
 small task per subscriber feeds them in as the socket empties.
 
+Each channel of a subscriber goes forward only: a subscriber remembers the last tick of each
+channel it has been handed, and a row at or before it is never sent (so no tick comes twice and
+none goes backwards, whatever order the store and the live ticks race in). With `from_tick` the
+channel starts as a replay: the ticks from_tick … latest read from the store, while live rows
+of the channel wait behind it; once the store has nothing newer, the waiting rows follow and
+the channel is live. A tick committed while the replay is read is either in the read or among
+the waiting rows (a tick is published only after it commits), so the seam has no gap.
+
 Every frame a subscriber is owed (live updates, snapshots, replayed ticks, answers) counts
 against one budget of `budget` frames held for it; a subscriber that would go past it is
 closed with 4008 `slow-consumer` (it may come back with `from_tick`). A replay is never loaded
-whole: it is read from the store `REPLAY_CHUNK` ticks at a time, and the next chunk only once
-the socket has taken the last one, so a client that does not read costs one chunk, not the
-replay window. A new subscribe to a channel replaces that channel's replay, and everything a
-subscriber holds is dropped when it leaves. So a slow or hostile subscriber delays nobody and
-holds a bounded amount of memory.
+whole: it is read from the store at most `REPLAY_CHUNK` ticks at a time (never more than the
+budget has room for), and the next chunk only once the socket has taken the last one, so a
+client that does not read costs one chunk, not the replay window. A new subscribe to a channel
+replaces that channel's replay, and everything a subscriber holds is dropped when it leaves. So
+a slow or hostile subscriber delays nobody and holds a bounded amount of memory.
 """
 
 from __future__ import annotations
@@ -39,9 +47,18 @@ class _Replay:
 
     next_tick: int
     """The next tick to read from the store."""
-    last_sent: int = -1
+    reading: int = 0
+    """Rows of the read under way (held for the budget until they arrive)."""
+    rows: deque[Row] = field(default_factory=deque)
+    """Read from the store, not yet handed to the socket."""
     waiting: list[Row] = field(default_factory=list)
     """Live rows that arrived meanwhile, in tick order."""
+    read_all: bool = False
+    """The store had nothing past `rows`: once they are out, the waiting rows, then live."""
+
+    @property
+    def held(self) -> int:
+        return self.reading + len(self.rows) + len(self.waiting)
 
 
 class Subscriber:
@@ -55,12 +72,21 @@ class Subscriber:
         self._queue: deque[bytes] = deque()
         """Frames waiting for the socket."""
         self._replays: dict[str, _Replay] = {}
+        self._sent: dict[str, int] = {}
+        """The last tick of each channel handed to the socket or queued for it."""
         self._loop = asyncio.get_running_loop()
         self._writer: asyncio.Task[None] | None = None
         self.failed = asyncio.Event()
         self.channels: set[str] = set()
         self.close_code: int | None = None
+        self.close_why = ""
+        """Why it was failed, for the one log line of its close."""
         self.last_sent = self._loop.time()
+        if wire.ping_timeout is not None:
+            # A client that stops reading leaves the keepalive ping unanswered: the same slow
+            # consumer, caught even when the feed is too quiet to fill its backlog.
+            why = f"a keepalive ping unanswered for {wire.ping_timeout:g} s"
+            wire.on_stall = lambda: self.fail(SLOW_CONSUMER, why)
 
     @property
     def closed(self) -> bool:
@@ -73,18 +99,17 @@ class Subscriber:
 
     @property
     def held(self) -> int:
-        """Frames held for this subscriber: queued, and live ones waiting behind a replay."""
-        return len(self._queue) + sum(len(replay.waiting) for replay in self._replays.values())
+        """Frames held for this subscriber: queued, and those of its replays."""
+        return len(self._queue) + sum(replay.held for replay in self._replays.values())
 
     def offer(self, frame: bytes) -> None:
         if self.closed:
             return
         if not self._queue and self._writable.is_set():
-            self._transport.write(frame)
-            self.last_sent = self._loop.time()
+            self._send(frame)
             return
         if self.held >= self._budget:
-            self.fail(SLOW_CONSUMER)
+            self._overflow()
             return
         self._queue.append(frame)
         self._wake()
@@ -93,31 +118,42 @@ class Subscriber:
         """A live row of a channel this subscriber is on."""
         replay = self._replays.get(row.channel)
         if replay is None:
-            self.offer(row.update)
+            if self._forward(row):
+                self.offer(row.update)
         elif self.held >= self._budget:
-            self.fail(SLOW_CONSUMER)
+            self._overflow()
         else:
             replay.waiting.append(row)
 
-    def start(self, snapshot: Row, from_tick: int | None) -> None:
-        """(Re)subscribe to `snapshot.channel`: its snapshot now; with `from_tick`, the ticks
-        from_tick … latest from the store as the socket takes them, then the live ones. Replaces
-        whatever replay of the channel was under way."""
-        self._replays.pop(snapshot.channel, None)
-        self.offer(snapshot.snapshot)
-        if from_tick is not None and not self.closed:
-            self._replays[snapshot.channel] = _Replay(from_tick)
+    def start(self, latest: Row, from_tick: int | None) -> None:
+        """(Re)subscribe to `latest.channel`, replacing whatever replay of it was under way.
+        Without `from_tick`: its snapshot (`latest`) now, then the live ticks after it. With
+        it: the ticks from_tick … latest from the store as the socket takes them, as updates,
+        then the live ones; no snapshot."""
+        channel = latest.channel
+        self._replays.pop(channel, None)
+        if from_tick is None:
+            self._sent[channel] = latest.tick
+            self.offer(latest.snapshot)
+        elif not self.closed:
+            self._sent[channel] = from_tick - 1
+            self._replays[channel] = _Replay(from_tick)
             self._wake()
 
     def stop(self, channel: str) -> None:
         self._replays.pop(channel, None)
+        self._sent.pop(channel, None)
 
-    def fail(self, code: int) -> None:
+    def fail(self, code: int, why: str) -> None:
         """Stop writing now; the connection handler then closes the connection with `code`."""
         if self.close_code is None:
             self.close_code = code
+            self.close_why = why
             self.forget()
             self.failed.set()
+
+    def _overflow(self) -> None:
+        self.fail(SLOW_CONSUMER, f"{self._budget} messages held")
 
     def forget(self) -> None:
         """Drop everything held and stop the work done for this subscriber (it has gone)."""
@@ -146,47 +182,67 @@ class Subscriber:
 
         self._loop.call_later(timeout, check)
 
+    def _forward(self, row: Row) -> bool:
+        """Whether `row` moves its channel forward; if so it is the channel's last tick now."""
+        if row.tick <= self._sent.get(row.channel, -1):
+            return False
+        self._sent[row.channel] = row.tick
+        return True
+
+    def _send(self, frame: bytes) -> None:
+        self._transport.write(frame)
+        self.last_sent = self._loop.time()
+
     def _wake(self) -> None:
         if self._writer is None and not self.closed:
             self._writer = self._loop.create_task(self._write())
 
     async def _write(self) -> None:
-        """Feed queued frames to the socket as fast as it takes them; once it has taken them
-        all, read the next chunk of a replay."""
+        """Feed queued frames to the socket as fast as it takes them, then the replays' rows;
+        read the next chunk of a replay only once the socket has taken the last one."""
         try:
             while not self.closed:
                 if not self._writable.is_set():
                     await self._writable.wait()
                 elif self._queue:
-                    self._transport.write(self._queue.popleft())
-                    self.last_sent = self._loop.time()
+                    self._send(self._queue.popleft())
                 elif self._replays:
-                    await self._replay_chunk()
+                    channel, replay = next(iter(self._replays.items()))
+                    if replay.rows:
+                        row = replay.rows.popleft()
+                        if self._forward(row):
+                            self._send(row.update)
+                    elif replay.read_all:
+                        self._go_live(channel, replay)
+                    else:
+                        await self._read_chunk(channel, replay)
                 else:
                     return
         finally:
             self._writer = None
 
-    async def _replay_chunk(self) -> None:
-        channel, replay = next(iter(self._replays.items()))
-        last = replay.next_tick + REPLAY_CHUNK - 1
-        rows = await self._read_replay(channel, replay.next_tick, last)
+    async def _read_chunk(self, channel: str, replay: _Replay) -> None:
+        room = self._budget - self.held
+        if room <= 0:  # a budget's worth of live ticks came while the replay was read
+            self._overflow()
+            return
+        replay.reading = min(REPLAY_CHUNK, room)
+        last = replay.next_tick + replay.reading - 1
+        try:
+            rows = await self._read_replay(channel, replay.next_tick, last)
+        finally:
+            replay.reading = 0
         if self._replays.get(channel) is not replay:
             return  # resubscribed or unsubscribed meanwhile
-        for row in rows:
-            self._send_replayed(replay, row)
-        if rows and rows[-1].tick >= last:
-            replay.next_tick = last + 1
-            return
-        # the store has nothing newer: the live rows that came meanwhile, then live
-        del self._replays[channel]
-        for row in replay.waiting:
-            self._send_replayed(replay, row)
+        replay.rows.extend(rows)
+        replay.next_tick = last + 1
+        replay.read_all = not rows or rows[-1].tick < last
 
-    def _send_replayed(self, replay: _Replay, row: Row) -> None:
-        if row.tick > replay.last_sent:
-            replay.last_sent = row.tick
-            self.offer(row.update)
+    def _go_live(self, channel: str, replay: _Replay) -> None:
+        """The store has nothing newer: the live rows that came meanwhile, then live."""
+        del self._replays[channel]
+        # Already counted against the budget while they waited.
+        self._queue.extend(row.update for row in replay.waiting if self._forward(row))
 
 
 class Hub:

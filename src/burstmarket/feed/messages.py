@@ -44,8 +44,16 @@ def message_frame(message: dict[str, Any]) -> bytes:
     return text_frame(_encoder.encode(message))
 
 
-def error_frame(error: MarketError) -> bytes:
-    return message_frame({"type": "error", **error.body()})
+def reply_frame(kind: str, request_id: str | int | None, **fields: Any) -> bytes:
+    """The answer to a client's frame, carrying the frame's `id` back when it had one."""
+    message = {"type": kind, **fields}
+    if request_id is not None:
+        message["id"] = request_id
+    return message_frame(message)
+
+
+def error_frame(error: MarketError, request_id: str | int | None) -> bytes:
+    return reply_frame("error", request_id, **error.body())
 
 
 CACHE_CONTROL = b"public, no-cache"

@@ -2,6 +2,9 @@
 
 Anything else (not JSON, an unknown op, a stray field, a negative tick) becomes `Invalid` with the
 offending field named; the connection answers with an `error` message and stays open.
+
+Every frame may carry an `id` the client chose (a short string or an integer); the answer to
+the frame (`subscribed`, `unsubscribed`, `pong` or `error`) carries it back.
 """
 
 from __future__ import annotations
@@ -18,26 +21,47 @@ MAX_CHANNELS = 64
 MAX_CHANNEL = 128
 """Characters of a channel name (`<feed>:<island>`, an island name is at most 63)."""
 
+MAX_ID = 64
+"""Characters of a string request id."""
+MAX_ID_INT = 2**53 - 1
+"""Largest integer request id (either sign): exact in every JSON client, JavaScript's too."""
+
 Channel = Annotated[str, msgspec.Meta(max_length=MAX_CHANNEL)]
 Channels = Annotated[list[Channel], msgspec.Meta(min_length=1, max_length=MAX_CHANNELS)]
+RequestId = (
+    Annotated[str, msgspec.Meta(max_length=MAX_ID)]
+    | Annotated[int, msgspec.Meta(ge=-MAX_ID_INT, le=MAX_ID_INT)]
+)
 
 
-class Subscribe(msgspec.Struct, tag_field="op", tag="subscribe", forbid_unknown_fields=True):
+class _Frame(msgspec.Struct, tag_field="op", forbid_unknown_fields=True):
+    id: RequestId | None = None
+
+
+class Subscribe(_Frame, tag="subscribe", kw_only=True):
     channels: Channels
     from_tick: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
-class Unsubscribe(msgspec.Struct, tag_field="op", tag="unsubscribe", forbid_unknown_fields=True):
+class Unsubscribe(_Frame, tag="unsubscribe", kw_only=True):
     channels: Channels
 
 
-class Ping(msgspec.Struct, tag_field="op", tag="ping", forbid_unknown_fields=True):
+class Ping(_Frame, tag="ping"):
     pass
 
 
 ClientFrame = Subscribe | Unsubscribe | Ping
 
+
+class _Id(msgspec.Struct):
+    """Just the id of a frame refused for something else, to answer it with."""
+
+    id: RequestId | None = None
+
+
 _decoder = msgspec.json.Decoder(ClientFrame)
+_id_decoder = msgspec.json.Decoder(_Id)
 _FIELD = re.compile(r"at `\$\.(\w+)")
 _MISSING = re.compile(r"missing required field `(\w+)`")
 _UNKNOWN = re.compile(r"unknown field `(\w+)`")
@@ -52,3 +76,11 @@ def parse_frame(data: str | bytes) -> ClientFrame:
         raise Invalid(match.group(1) if match else "frame", text) from exc
     except msgspec.DecodeError as exc:
         raise Invalid("frame", f"not a JSON object: {exc}") from exc
+
+
+def request_id(data: str | bytes) -> str | int | None:
+    """The id of a refused frame, if it carries a valid one (else its error goes without)."""
+    try:
+        return _id_decoder.decode(data).id
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None

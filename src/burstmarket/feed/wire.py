@@ -8,13 +8,20 @@ subscriber's transport, with no per-subscriber coroutine, re-encoding or compres
 flow-control event; `burstmarket serve` runs uvicorn with it and without permessage-deflate (an
 uncompressed frame would be valid under it too, RFC 7692 §6, but compressing per subscriber is
 the cost this avoids). After the accept, every frame the feed sends goes through the transport,
-never the ASGI send, so frames keep their order. The subclass leans on three attributes of
-uvicorn's protocol (`scope`, `writable`, `close_sent`); tests/feed and tests/e2e run it for real.
+never the ASGI send, so frames keep their order.
+
+A peer that leaves uvicorn's keepalive ping unanswered for the ping timeout has stopped reading
+(or is that far behind): uvicorn would close it with 1011 and say nothing; here the wire's
+`on_stall` is called instead, and the feed closes it as a slow consumer (4008, one log line).
+
+The subclass leans on a few attributes of uvicorn's protocol (`scope`, `transport`, `writable`,
+`close_sent`, `pong_timer`); tests/feed and tests/e2e run it for real.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +30,6 @@ from websockets.frames import Close, Frame, Opcode
 from websockets.http11 import Request
 
 EXTENSION = "burstmarket.wire"
-
 
 
 def text_frame(payload: bytes) -> bytes:
@@ -37,7 +43,7 @@ def close_frame(code: int, reason: str) -> bytes:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Wire:
     """One websocket connection's way out, below ASGI."""
 
@@ -45,6 +51,10 @@ class Wire:
     writable: asyncio.Event
     """The protocol's flow control: cleared when the transport holds more than its high-water
     mark of unsent bytes, set again once it drains below its low-water mark or is lost."""
+    ping_timeout: float | None
+    on_stall: Callable[[], None] | None = None
+    """Set by whoever serves the connection: called when a keepalive ping has gone unanswered
+    for `ping_timeout` seconds. Unset, the connection is closed 1011 as uvicorn does."""
 
 
 def wire_of(scope: Any) -> Wire | None:
@@ -56,9 +66,20 @@ def wire_of(scope: Any) -> Wire | None:
 class FeedWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's `websockets-sansio` protocol, exposing its wire in the ASGI scope."""
 
+    wire: Wire | None = None
+
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         # On an accepted upgrade the scope now exists and the app's task is created but has not
         # run yet, so the app sees the extension from its first line.
         if not self.close_sent:
-            self.scope["extensions"][EXTENSION] = {"wire": Wire(self.transport, self.writable)}
+            self.wire = Wire(self.transport, self.writable, self.ping_timeout)
+            self.scope["extensions"][EXTENSION] = {"wire": self.wire}
+
+    def keepalive_timeout(self) -> None:
+        on_stall = None if self.wire is None else self.wire.on_stall
+        if on_stall is None or self.close_sent or self.transport.is_closing():
+            super().keepalive_timeout()
+            return
+        self.pong_timer = None
+        on_stall()

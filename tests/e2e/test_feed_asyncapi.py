@@ -1,0 +1,174 @@
+"""The feed's AsyncAPI document against what the real server does: every message the server
+sends validates against the document's schema of it (no field left out, none unlisted), every
+message the document lists is sent, the frames the server accepts validate and those it refuses
+for their shape do not, and the close codes listed are the ones the server closes with."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jsonschema_rs
+import pytest
+from websockets.exceptions import ConnectionClosedError
+from websockets.sync.client import ClientConnection, connect
+
+from tests.conftest import StartServer
+from tests.e2e.feed_client import (
+    port_of,
+    read_until_close,
+    recv,
+    send,
+    wait_for_line,
+    ws_url,
+)
+from tests.e2e.support import make_account, make_cluster, make_island, ok, tick
+from tests.feed.support import RawClient
+
+CHANNELS = ["stats:doc", "ladder:doc", "rates:doc"]
+
+ACCEPTED: list[dict[str, Any]] = [
+    {"op": "subscribe", "channels": CHANNELS, "id": "all"},
+    {"op": "ping", "id": 42},
+    {"op": "ping"},
+    {"op": "unsubscribe", "channels": ["rates:doc"], "id": -1},
+    {"op": "unsubscribe", "channels": ["ladder:doc"]},
+    {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 2},
+]
+"""Frames the server answers without an error."""
+
+REFUSED_FOR_SHAPE: list[Any] = [
+    "not json",
+    "[1, 2]",
+    {"op": "dance", "id": 3},
+    {"op": "ping", "id": 1.5},
+    {"op": "ping", "id": "x" * 65},
+    {"op": "ping", "id": 2**53},
+    {"op": "ping", "extra": 1},
+    {"op": "subscribe"},
+    {"op": "subscribe", "channels": []},
+    {"op": "subscribe", "channels": ["stats:doc"], "from_tick": -1},
+    {"op": "subscribe", "channels": ["x" * 129]},
+    {"op": "unsubscribe", "channels": "stats:doc"},
+]
+"""Frames refused for their shape alone: the document's schemas must refuse them too."""
+
+REFUSED_FOR_STATE: list[dict[str, Any]] = [
+    {"op": "subscribe", "channels": ["weather:doc"], "id": "w"},
+    {"op": "subscribe", "channels": ["stats:atlantis"]},
+    {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 10**6},
+]
+"""Well-formed frames refused for what they name (the error's figures: channel, island,
+earliest_tick, next_tick)."""
+
+
+def message_name(message: dict[str, Any]) -> str:
+    kind = message["type"]
+    if kind in ("snapshot", "update"):
+        return f"{kind}_{message['channel'].split(':')[0]}"
+    return str(kind)
+
+
+def gather(ws: ClientConnection, count: int) -> list[dict[str, Any]]:
+    return [recv(ws) for _ in range(count)]
+
+
+def test_the_asyncapi_document_matches_what_the_server_sends(start_server: StartServer) -> None:
+    server = start_server("--clock", "manual", "--tick-seconds", "10", "--feed-ping-seconds", "1")
+    make_island(server, "doc", nodes=4)
+    make_account(server, "doc-acct", balance=10_000)
+    auth = make_cluster(server, "doc-acct", "doc", "vm", "doc-a")
+    ok(server.client.put("/api/vm/capacity", json={"max_gpus": 16, "max_price_per_gpu_hour": 3},
+                         headers=auth))
+    tick(server)
+    port = port_of(server)
+    document = ok(server.client.get("/schema/asyncapi.json"))
+    assert document["servers"]["market"] == {
+        "host": f"127.0.0.1:{port}", "protocol": "ws",
+        "description": "the service this document was served by"}
+    channel = document["channels"]["market"]
+    assert channel["servers"] == [{"$ref": "#/servers/market"}]
+    schemas = {name: jsonschema_rs.Draft7Validator(message["payload"])
+               for name, message in channel["messages"].items()}
+    client_names = [ref["$ref"].rsplit("/", 1)[1]
+                    for ref in document["operations"]["clientSends"]["messages"]]
+    server_names = [ref["$ref"].rsplit("/", 1)[1]
+                    for ref in document["operations"]["serverSends"]["messages"]]
+
+    def fits_client_schema(frame: Any) -> bool:
+        return isinstance(frame, dict) and any(schemas[name].is_valid(frame)
+                                               for name in client_names)
+
+    received: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    with connect(ws_url(server)) as ws:
+        send(ws, ACCEPTED[0])
+        received += gather(ws, 1 + 3)  # subscribed, three snapshots
+        tick(server)
+        received += gather(ws, 3)  # three updates
+        for frame in ACCEPTED[1:5]:
+            send(ws, frame)
+            received.append(recv(ws))
+        send(ws, ACCEPTED[5])
+        received += gather(ws, 1 + 1)  # subscribed, the replayed tick 2
+        for frame in REFUSED_FOR_SHAPE + REFUSED_FOR_STATE:
+            send(ws, frame)
+            errors.append(recv(ws))
+        heartbeat = recv(ws, timeout=15)  # a connection silent for 5 s
+    assert heartbeat["type"] == "heartbeat"
+    assert "error" not in {m["type"] for m in received}
+    assert {m["type"] for m in errors} == {"error"}
+    received += [*errors, heartbeat]
+
+    for frame in ACCEPTED + REFUSED_FOR_STATE:
+        assert fits_client_schema(frame), frame
+    for frame in REFUSED_FOR_SHAPE:
+        assert not fits_client_schema(frame), frame
+
+    for message in received:
+        name = message_name(message)
+        assert name in server_names, name
+        problems = [str(error) for error in schemas[name].iter_errors(message)]
+        assert not problems, (message, problems)
+    # Every listed message was sent, and every figure an error may carry was seen.
+    assert {message_name(m) for m in received} == set(server_names)
+    listed = set(channel["messages"]["error"]["payload"]["properties"])
+    assert set().union(*(m.keys() for m in errors)) == listed
+    codes = {one["const"] for one in
+             channel["messages"]["error"]["payload"]["properties"]["error"]["oneOf"]}
+    assert {m["error"] for m in errors} == codes
+
+    closes: set[int] = set()
+    # A client that stops reading: 4008 once its keepalive ping goes unanswered.
+    silent = RawClient(port)
+    silent.send_json({"op": "subscribe", "channels": ["stats:doc"]})
+    wait_for_line(server)
+    closes.add(read_until_close(silent)[1])
+    silent.close()
+    # A text frame that is not UTF-8; a frame the client did not mask.
+    for first, payload in ((0x81, b"\xff\xfe"), (0x81, b"{}")):
+        raw = RawClient(port)
+        if payload == b"{}":
+            raw.sock.sendall(bytes([first, len(payload)]) + payload)
+        else:
+            mask = os.urandom(4)
+            masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(payload))
+            raw.sock.sendall(bytes([first, 0x80 | len(payload)]) + mask + masked)
+        closes.add(read_until_close(raw)[1])
+        raw.close()
+    # A message over the size limit.
+    with connect(ws_url(server), max_size=None) as ws:
+        ws.send("x" * (2 * 1024 * 1024))
+        with pytest.raises(ConnectionClosedError) as big:
+            ws.recv(timeout=30)
+        assert big.value.rcvd is not None
+        closes.add(big.value.rcvd.code)
+    # The service stopping.
+    with connect(ws_url(server)) as ws:
+        server.stop()
+        with pytest.raises(ConnectionClosedError) as stopped:
+            ws.recv(timeout=30)
+        assert stopped.value.rcvd is not None
+        closes.add(stopped.value.rcvd.code)
+    assert closes == {int(code) for code in channel["x-close-codes"]}
+    assert channel["x-close-codes"]["4008"]["reason"] == "slow-consumer"
