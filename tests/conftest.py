@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -100,7 +101,10 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         data_dir: Path | None = None,
         env: dict[str, str] | None = None,
         operator_token: str | None = OPERATOR_TOKEN,
+        command: str = "serve",
     ) -> Server:
+        """`burstmarket serve`, or with command="feed" a feed edge (`flags` then name its bus;
+        it has no data dir and is up once it answers /healthz)."""
         data = data_dir or tmp_path / "data"
         port = free_port()
         log_path = tmp_path / f"server-{len(started)}.log"
@@ -109,13 +113,13 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
             environ["BURSTMARKET_OPERATOR_TOKEN"] = operator_token
         environ.update(env or {})
         args = list(flags) or ["--clock", "manual"]
+        where = ["--data-dir", str(data)] if command == "serve" else []
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [
                     str(BURSTMARKET),
-                    "serve",
-                    "--data-dir",
-                    str(data),
+                    command,
+                    *where,
                     "--host",
                     "127.0.0.1",
                     "--port",
@@ -127,13 +131,14 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
                 env=environ,
             )
         server = Server(f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process)
+        up = "/api/islands" if command == "serve" else "/healthz"
         started.append(server)
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"server exited at start:\n{server.log()}")
             try:
-                if server.client.get("/api/islands").status_code == 200:
+                if server.client.get(up).status_code == 200:
                     return server
             except httpx.TransportError:
                 pass
@@ -167,3 +172,56 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     sharing it create their own islands, accounts and clusters."""
     with _servers(tmp_path_factory.mktemp("shared")) as start:
         yield start("--clock", "manual", "--tick-seconds", "300")
+
+
+@dataclass
+class RedisServer:
+    """A real `redis-server` (Debian's; `make test` installs it) on a free loopback port, with
+    no persistence: stopped and started again, it comes back empty, as a lost Redis would."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = (self.folder / "redis.log").open("ab")
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.folder)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start: {(self.folder / 'redis.log')}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is missing: `make test` installs it (apt-get)")
+    server = RedisServer(free_port(), tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -72,6 +72,15 @@ class LogChoice(StrEnum):
     json = "json"
 
 
+CorsOption = Annotated[
+    str,
+    typer.Option(
+        help="Web origins whose pages may read the public market data, comma-separated "
+        "('*': any; '': none)."
+    ),
+]
+
+
 @app.command()
 def serve(
     clock: Annotated[
@@ -122,13 +131,26 @@ def serve(
         LogChoice,
         typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
     ] = LogChoice.text,
-    cors_origins: Annotated[
-        str,
+    cors_origins: CorsOption = "*",
+    bus: Annotated[
+        str | None,
         typer.Option(
-            help="Web origins whose pages may read the public market data, comma-separated "
-            "('*': any; '': none)."
+            help="Publish the feed to Redis (redis://HOST:PORT/DB) for feed edges "
+            "(burstmarket feed); without it the feed is this process's alone."
         ),
-    ] = "*",
+    ] = None,
+    islands: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only these islands (comma-separated), each leased on --bus: a second "
+            "process claiming one refuses to start."
+        ),
+    ] = None,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(min=0.1, help="How long an island's lease outlives its owner's last "
+                     "renewal (another process may take the island over after that)."),
+    ] = 10.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -140,6 +162,7 @@ def serve(
     import secrets
 
     from burstmarket import logsafe
+    from burstmarket.lease import LeaseUnavailable
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
@@ -159,7 +182,10 @@ def serve(
             feed_backlog=feed_backlog,
             feed_ping_seconds=feed_ping_seconds,
             log_format=log_format.value,
-            cors_origins=tuple(o.strip() for o in cors_origins.split(",") if o.strip()),
+            cors_origins=_listed(cors_origins),
+            bus=bus,
+            islands=None if islands is None else _listed(islands),
+            lease_seconds=lease_seconds,
         )
     except ValueError as exc:
         log.error("cannot start: %s", exc)
@@ -196,9 +222,74 @@ def serve(
 
     try:
         run_server(settings, started)
-    except (PortUnavailable, StoreOpenError) as exc:
+    except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+@app.command()
+def feed(
+    bus: Annotated[
+        str, typer.Option(help="The Redis the market processes publish to (redis://HOST:PORT/DB).")
+    ],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8001,
+    feed_backlog: Annotated[
+        int,
+        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
+                     "closed 4008 slow-consumer."),
+    ] = 256,
+    feed_ping_seconds: Annotated[
+        float,
+        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
+                     "a ping unanswered this long is closed 4008 slow-consumer."),
+    ] = 20.0,
+    log_format: Annotated[
+        LogChoice,
+        typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
+    ] = LogChoice.text,
+    cors_origins: CorsOption = "*",
+) -> None:
+    """Run a feed edge: /ws/market, the latest-row market endpoints and the AsyncAPI document,
+    fed from the bus, for every island of every market process on it. No store."""
+    import logging
+
+    from burstmarket import logsafe
+    from burstmarket.api.app import create_edge_app
+    from burstmarket.server import PortUnavailable
+    from burstmarket.server import serve as run_server
+    from burstmarket.settings import Settings
+
+    logsafe.configure(log_format.value)
+    log = logging.getLogger("burstmarket.feed")
+    try:
+        settings = Settings.from_env(
+            host=host,
+            port=port,
+            feed_backlog=feed_backlog,
+            feed_ping_seconds=feed_ping_seconds,
+            log_format=log_format.value,
+            cors_origins=_listed(cors_origins),
+            bus=bus,
+        )
+    except ValueError as exc:
+        log.error("cannot start: %s", exc)
+        raise typer.Exit(code=2) from None
+
+    def started() -> None:
+        log.info("burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
+                 __version__, host, port, bus)
+
+    try:
+        run_server(settings, started, create_edge_app)
+    except PortUnavailable as exc:
+        log.error("%s", exc)
+        raise typer.Exit(code=1) from None
+
+
+def _listed(value: str) -> tuple[str, ...]:
+    """A comma-separated option's items."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def _pace(clock: str, tick_seconds: float, speed: float | None) -> str:

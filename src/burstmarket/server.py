@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 
 import uvicorn
+from litestar import Litestar
 
 from burstmarket.api.access import AccessLog
 from burstmarket.api.app import create_app
@@ -50,14 +51,20 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(settings: Settings, started: Callable[[], None] = lambda: None) -> None:
+def serve(
+    settings: Settings,
+    started: Callable[[], None] = lambda: None,
+    app_for: Callable[[Settings], Litestar] = create_app,
+) -> None:
     """Run the service until it is stopped: PortUnavailable if its address cannot be listened
-    on, StoreOpenError if its data directory cannot be used; `started` is called once both
-    are in hand, before the first request is served (the banner, the simulation)."""
+    on, StoreOpenError if its data directory cannot be used, LeaseUnavailable if its islands'
+    leases cannot be had; `started` is called once all are in hand, before the first request
+    is served (the banner, the simulation). `app_for` builds the app: the market's, or a feed
+    edge's (`create_edge_app`)."""
     os.umask(PRIVATE_UMASK)
     sock = listen(settings.host, settings.port)
     try:
-        app = create_app(settings)
+        app = app_for(settings)
         sys.setswitchinterval(GIL_SWITCH_SECONDS)
         started()
         config = uvicorn.Config(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 import mimetypes
+import os
+import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio.to_thread
 import msgspec
 from litestar import Litestar, MediaType, Response, get
 from litestar.config.cors import CORSConfig
@@ -16,7 +21,7 @@ from litestar.di import Provide
 from litestar.params import FromPath
 from litestar.types import ControllerRouterHandler
 
-from burstmarket import apidoc, metrics
+from burstmarket import __version__, apidoc, metrics
 from burstmarket.api import health, operator, tenant
 from burstmarket.api.auth import Tokens
 from burstmarket.api.bodies import StrictBody
@@ -26,13 +31,17 @@ from burstmarket.api.ratelimit import RateLimits
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.errors import NotFound
 from burstmarket.feed import FeedOptions, build_feed
+from burstmarket.feed.edge import Edge
 from burstmarket.history import dictionary
+from burstmarket.lease import Leases, LeaseUnavailable
 from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
+
+log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """The dashboard's page, script and styles, and the API docs' Swagger UI (`docs-ui/`): shipped
@@ -95,23 +104,57 @@ def _cors(settings: Settings) -> CORSConfig | None:
     )
 
 
+def _feed_options(settings: Settings) -> FeedOptions:
+    return FeedOptions(backlog=settings.feed_backlog, ping_seconds=settings.feed_ping_seconds)
+
+
+def _leases(settings: Settings, islands: Iterable[str]) -> Leases:
+    """The islands' leases on the bus, claimed (lease.py), or LeaseUnavailable."""
+    assert settings.bus is not None
+    owner = Leases.owner_name(settings.port, str(settings.data_dir.resolve()))
+    leases = Leases(settings.bus, islands, settings.lease_seconds, owner)
+    leases.claim()
+    return leases
+
+
+def _lost(island: str) -> None:
+    """Another process holds an island this one ran (its lease lapsed while this process could
+    not renew it): stop, so that no island is ever ticked by two processes."""
+    log.error("island %s is run by another process now (its lease lapsed): stopping", island)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def create_app(settings: Settings) -> Litestar:
+    # With --islands, the leases first: a process refused them never opens the store (which
+    # the owner may hold, on shared storage).
+    leases = None
+    if settings.bus is not None and settings.islands is not None:
+        leases = _leases(settings, settings.islands)
     db = Database(settings.database_path)
     clock = _clock(settings)
     market = Market(db, clock, settings)
+    if settings.bus is not None and leases is None:  # every island of the store
+        try:
+            leases = _leases(settings, market.island_ids())
+        except LeaseUnavailable:
+            db.close()
+            raise
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(
-        db, settings, FeedOptions(backlog=settings.feed_backlog,
-                                  ping_seconds=settings.feed_ping_seconds)
-    )
+    feed = build_feed(db, settings, _feed_options(settings))
     market.listeners += [feed.on_tick, metrics.on_tick]
     metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
 
+    async def renew(leases: Leases) -> None:
+        while True:
+            await asyncio.sleep(leases.seconds / 3)
+            await anyio.to_thread.run_sync(leases.renew, _lost)
+
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        renewing = None if leases is None else asyncio.create_task(renew(leases))
         await feed.start()
         if scheduler is not None:
             scheduler.start()
@@ -126,6 +169,10 @@ def create_app(settings: Settings) -> Litestar:
                 await scheduler.stop()
             await feed.stop()
             db.close()
+            if leases is not None and renewing is not None:
+                renewing.cancel()
+                await asyncio.gather(renewing, return_exceptions=True)
+                await anyio.to_thread.run_sync(leases.release)
 
     handlers: list[ControllerRouterHandler] = [
         tenant.router(tokens, deps.tenant),
@@ -149,6 +196,44 @@ def create_app(settings: Settings) -> Litestar:
         cors_config=_cors(settings),
         debug=False,
         logging_config=None,  # server.py configures logging once for the process
+    )
+    apidoc.finish(app.openapi_schema)
+    return app
+
+
+def create_edge_app(settings: Settings) -> Litestar:
+    """A feed edge (`burstmarket feed --bus …`, feed/edge.py): the market's feed endpoints fed
+    from the bus, the probes, and nothing else: no store, no tenant or operator endpoint."""
+    assert settings.bus is not None
+    edge = Edge(settings.bus, _feed_options(settings))
+    metrics.SUBSCRIBERS.set_function(lambda: edge.service.subscribers)
+
+    async def checks() -> dict[str, health.Check]:
+        return {"bus": {"ok": edge.ready, "detail": edge.detail}}
+
+    async def versions() -> dict[str, str]:
+        return {"version": __version__}
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        edge.start()
+        gc.collect()
+        gc.freeze()
+        try:
+            yield
+        finally:
+            await edge.stop()
+
+    app = Litestar(
+        route_handlers=[*edge.service.route_handlers, static_file,
+                        *health.probes(checks, versions)],
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        lifespan=[lifespan],
+        openapi_config=apidoc.openapi_config(),
+        request_max_body_size=settings.max_body_bytes,
+        cors_config=_cors(settings),
+        debug=False,
+        logging_config=None,
     )
     apidoc.finish(app.openapi_schema)
     return app

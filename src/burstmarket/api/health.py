@@ -4,11 +4,13 @@ contract; docs/api.md "Running it" describes them).
 
 Ready means the store answers a query and, on the real clock, every island's last tick is
 younger than three intervals of the wall clock. On the manual clock ticks come only when asked
-for (`POST /api/admin/ticks`), so no tick is ever late and the store alone decides.
+for (`POST /api/admin/ticks`), so no tick is ever late and the store alone decides. A feed edge
+(feed/edge.py) is ready while it follows the bus.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -33,7 +35,24 @@ AcceptHeader = Annotated[str, HeaderParameter(name="accept")]
 def routes(
     db: Database, scheduler: TickScheduler | None, tick_seconds: float
 ) -> list[HTTPRouteHandler]:
-    """The four handlers, over the service's store and (on the real clock) its tick loop."""
+    """The four handlers, over the market's store and (on the real clock) its tick loop."""
+
+    async def checks() -> dict[str, Check]:
+        return {"store": await _store(db), "ticks": _ticks(scheduler, tick_seconds)}
+
+    async def versions() -> dict[str, Any]:
+        schema = await anyio.to_thread.run_sync(db.schema_version)
+        return {"version": __version__, "schema_version": schema}
+
+    return probes(checks, versions)
+
+
+def probes(
+    checks: Callable[[], Awaitable[dict[str, Check]]],
+    versions: Callable[[], Awaitable[dict[str, Any]]],
+) -> list[HTTPRouteHandler]:
+    """The four handlers of any burstmarket process (a market, a feed edge): `checks` decide
+    readiness, each `{"ok", "detail", ...}`; `versions` is what `/version` answers."""
 
     @get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -43,16 +62,15 @@ def routes(
     @get("/readyz", include_in_schema=False)
     async def readyz() -> Response[dict[str, Any]]:
         """200 when ready, else 503; either way every check, and the failing ones named."""
-        checks = {"store": await _store(db), "ticks": _ticks(scheduler, tick_seconds)}
-        failing = [name for name, check in checks.items() if not check["ok"]]
-        body = {"ready": not failing, "failing": failing, "checks": checks}
+        found = await checks()
+        failing = [name for name, check in found.items() if not check["ok"]]
+        body = {"ready": not failing, "failing": failing, "checks": found}
         return Response(body, status_code=503 if failing else 200)
 
     @get("/version", include_in_schema=False)
     async def version() -> dict[str, Any]:
-        """The package's version and the schema version of the store it runs on."""
-        schema = await anyio.to_thread.run_sync(db.schema_version)
-        return {"version": __version__, "schema_version": schema}
+        """The package's version (and, in a market, the schema version of its store)."""
+        return await versions()
 
     @get("/metrics", include_in_schema=False)
     async def scrape(accept: AcceptHeader = "") -> Response[bytes]:

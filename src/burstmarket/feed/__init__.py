@@ -5,6 +5,7 @@ Wiring (the service's `create_app`): `feed = build_feed(db, settings)`, mount
 `feed.stop()` in the lifespan.
 """
 
-from burstmarket.feed.feed import Feed, FeedOptions, build_feed
+from burstmarket.feed.feed import Feed, build_feed
+from burstmarket.feed.service import FeedOptions
 
 __all__ = ["Feed", "FeedOptions", "build_feed"]
