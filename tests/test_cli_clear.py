@@ -88,6 +88,7 @@ def test_bad_input_exits_2_with_one_line_naming_the_field(
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("burstmarket clear: invalid input: "), lines[0]
     assert field in lines[0]
     assert "Traceback" not in done.stderr
 

@@ -57,7 +57,7 @@ def clear() -> None:
     try:
         island = parse_island(sys.stdin.buffer.read())
     except InputError as exc:
-        typer.echo(f"invalid input: {exc}", err=True)
+        typer.echo(f"burstmarket clear: invalid input: {exc}", err=True)
         raise typer.Exit(code=2) from None
     sys.stdout.buffer.write(msgspec.json.encode(render_clearing(clear_island(island))) + b"\n")
 

@@ -166,7 +166,8 @@ def try_start(start_server: StartServer, bus: str, data: Path) -> Server | None:
     try:
         return start_market(start_server, bus, "north", data)
     except RuntimeError as refused:
-        assert "island north is run by another process" in str(refused), refused
+        if "island north is run by another process" not in str(refused):
+            raise
         time.sleep(0.5)
         return None
 

@@ -28,15 +28,7 @@ from tests.e2e.feed_client import (
     wait_for_line,
     ws_url,
 )
-from tests.e2e.support import (
-    Scrape,
-    declare,
-    make_account,
-    make_cluster,
-    make_island,
-    ok,
-    tick,
-)
+from tests.e2e.support import Scrape, declare, make_account, make_cluster, make_island, ok, tick
 from tests.feed.support import RawClient
 
 STATS_KEYS = ("island", "tick", "time")
