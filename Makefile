@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean chromium
+.PHONY: run test lint bench clean chromium redis
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -23,13 +23,19 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-test: $(STAMP) lint chromium
+test: $(STAMP) lint chromium redis
 	$(BIN)/pytest
 
 # The browser test drives Debian's chromium (never a browser download of Playwright's own).
 chromium:
 	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+# The bus tests run Debian's redis-server, each on a free loopback port of its own, started
+# and stopped by the tests (tests/conftest.py `redis_server`); installed here if missing.
+redis:
+	@command -v redis-server >/dev/null || { echo "Installing Debian's redis-server for the bus tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clear.py

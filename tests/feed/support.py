@@ -48,6 +48,7 @@ def usd(value: Decimal | None) -> float | None:
 class Settings:
     data_dir: Path
     tick_seconds: float = TICK.total_seconds()
+    bus: str | None = None
 
 
 class MarketDB(Database):

@@ -114,7 +114,7 @@ def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[i
     (so the read sees it) with its publication `publish_after` seconds later, or, with None,
     after the read with its publication before the read returns. Returns the ticks made."""
     feed = server.feed
-    read = feed._read_replay
+    read = feed.service._read_replay
     made: list[int] = []
 
     async def read_while_ticking(channel: str, from_tick: int, to_tick: int) -> list[Row]:
@@ -129,7 +129,7 @@ def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[i
         made.append(event.tick)
         return rows
 
-    feed._read_replay = read_while_ticking  # type: ignore[method-assign]
+    feed.service._read_replay = read_while_ticking  # type: ignore[method-assign]
     return made
 
 
