@@ -72,6 +72,22 @@ class LogChoice(StrEnum):
     json = "json"
 
 
+HostOption = Annotated[str, typer.Option(help="Address to listen on.")]
+PortOption = Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")]
+BacklogOption = Annotated[
+    int,
+    typer.Option(min=1, help="Messages held for one websocket subscriber before it is closed "
+                 "4008 slow-consumer."),
+]
+PingOption = Annotated[
+    float,
+    typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves a "
+                 "ping unanswered this long is closed 4008 slow-consumer."),
+]
+LogOption = Annotated[
+    LogChoice,
+    typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
+]
 CorsOption = Annotated[
     str,
     typer.Option(
@@ -90,8 +106,8 @@ def serve(
     data_dir: Annotated[
         Path, typer.Option(help="DuckDB file and Parquet history live here.")
     ] = Path("data"),
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
     tick_seconds: Annotated[
         float, typer.Option(min=0.001, help="Market time between two ticks of an island.")
     ] = 10.0,
@@ -117,20 +133,9 @@ def serve(
     rate_burst: Annotated[
         int, typer.Option(min=1, help="Requests a cluster token may make at once.")
     ] = 200,
-    feed_backlog: Annotated[
-        int,
-        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
-                     "closed 4008 slow-consumer."),
-    ] = 256,
-    feed_ping_seconds: Annotated[
-        float,
-        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
-                     "a ping unanswered this long is closed 4008 slow-consumer."),
-    ] = 20.0,
-    log_format: Annotated[
-        LogChoice,
-        typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
-    ] = LogChoice.text,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
     bus: Annotated[
         str | None,
@@ -232,22 +237,11 @@ def feed(
     bus: Annotated[
         str, typer.Option(help="The Redis the market processes publish to (redis://HOST:PORT/DB).")
     ],
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8001,
-    feed_backlog: Annotated[
-        int,
-        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
-                     "closed 4008 slow-consumer."),
-    ] = 256,
-    feed_ping_seconds: Annotated[
-        float,
-        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
-                     "a ping unanswered this long is closed 4008 slow-consumer."),
-    ] = 20.0,
-    log_format: Annotated[
-        LogChoice,
-        typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
-    ] = LogChoice.text,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8001,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
 ) -> None:
     """Run a feed edge: /ws/market, the latest-row market endpoints and the AsyncAPI document,

@@ -88,6 +88,11 @@ def test_two_markets_two_edges_one_bus(
     markets = (north, south)
     populate(north, "north")
     populate(south, "south")
+    # Each process runs its own island only.
+    elsewhere = north.client.put("/api/admin/islands/south", headers=north.operator(),
+                                 json={"gpus_per_node": 8, "nodes": 4, "reserve_price": 1.0})
+    assert (elsewhere.status_code, elsewhere.json()["error"]) == (404, "not-found")
+    assert [island["id"] for island in ok(north.client.get("/api/islands"))] == ["north"]
     tick_both(markets)  # tick 1 of each island
     edges = [start_server("--bus", bus, command="feed") for _ in range(2)]
     for edge in edges:
