@@ -55,6 +55,10 @@ import httpx
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"
 TOKEN = "bench-operator-token"
 ISLAND = "bench"
+KEEPALIVE = ["--feed-ping-seconds", "600"]
+"""A client process connecting its thousands of subscribers one after the other reads none of
+them meanwhile; at the default 20 s keepalive, the first ones would be closed as slow consumers
+for leaving a ping unanswered before the measurement starts."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -87,7 +91,7 @@ class Server:
         self.proc = subprocess.Popen(
             [str(BURSTMARKET), "serve", "--clock", "manual", "--data-dir", str(self.data),
              "--host", "127.0.0.1", "--port", str(self.port), "--tick-seconds", "10",
-             *(["--bus", bus] if bus else [])],
+             *KEEPALIVE, *(["--bus", bus] if bus else [])],
             stdout=self.log, stderr=subprocess.STDOUT, env=environ)
         self.http = httpx.Client(base_url=self.url, timeout=60,
                                  headers={"Authorization": f"Bearer {TOKEN}"})
@@ -330,7 +334,7 @@ class Edge:
         self.log = open(log, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [str(BURSTMARKET), "feed", "--bus", bus, "--host", "127.0.0.1",
-             "--port", str(self.port)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--port", str(self.port), *KEEPALIVE], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         url = f"http://127.0.0.1:{self.port}/api/market/stats?island={ISLAND}"
         while True:
