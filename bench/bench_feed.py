@@ -221,6 +221,8 @@ class Fanout:
     """Per tick: from the first subscriber's arrival to the last's, ms."""
     every: list[float]
     """Every delivery: from sending the POST, ms."""
+    commit: list[float]
+    """Per tick: from the commit (the probe's arrival) to the last subscriber's, ms."""
     market_cpu: float
     """The market process's CPU per tick, ms (its auction, commit and publishing)."""
     edges_cpu: float
@@ -230,19 +232,25 @@ class Fanout:
 def measure(server: Server, ports: list[int], subscribers: int, clients: int, ticks: int,
             edges: Sequence[subprocess.Popen[bytes]] = ()) -> Fanout:
     """`subscribers` over `clients` processes, connected evenly to `ports` (the market's own
-    feed, or edges), then `ticks` ticks, each measured on its own."""
+    feed, or edges), then `ticks` ticks, each measured on its own. A probe subscriber of its
+    own, on the market process and first of all, marks each tick's commit: the market writes
+    the tick's frames as soon as it has committed, the probe's first."""
     pipes, procs = [], []
-    for n in range(clients):
+    for n, (target, share) in enumerate([([server.port], 1)] + [
+            (ports, subscribers // clients + (n < subscribers % clients))
+            for n in range(clients)]):
         mine, theirs = mp.Pipe()
-        share = subscribers // clients + (n < subscribers % clients)
-        proc = mp.Process(target=client_process, args=(ports, share, theirs))
+        proc = mp.Process(target=client_process, args=(target, share, theirs))
         proc.start()
         pipes.append(mine)
         procs.append(proc)
-    for pipe in pipes:
+        if n == 0:  # the probe, first
+            assert mine.poll(60), "the probe did not connect"
+            assert mine.recv() == "ready"
+    for pipe in pipes[1:]:
         assert pipe.poll(600), "subscribers did not connect"
         assert pipe.recv() == "ready"
-    last, spread, every = [], [], []
+    last, spread, every, commit = [], [], [], []
     market_cpu = cpu_seconds(server.proc.pid)
     edges_cpu = sum(cpu_seconds(edge.pid) for edge in edges)
     for _ in range(ticks):
@@ -256,6 +264,8 @@ def measure(server: Server, ports: list[int], subscribers: int, clients: int, ti
             got, arrivals = pipe.recv()
             assert got == tick, (got, tick)
             times += arrivals
+        committed, times = times[0], times[1:]
+        commit.append((max(times) - committed) * 1000)
         last.append((max(times) - began) * 1000)
         spread.append((max(times) - min(times)) * 1000)
         every += [(t - began) * 1000 for t in times]
@@ -265,7 +275,7 @@ def measure(server: Server, ports: list[int], subscribers: int, clients: int, ti
         pipe.send("stop")
     for proc in procs:
         proc.join(30)
-    return Fanout(last, spread, every, market_cpu, edges_cpu)
+    return Fanout(last, spread, every, commit, market_cpu, edges_cpu)
 
 
 def fanout(subscribers: int, clients: int, ticks: int) -> None:
@@ -373,8 +383,9 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
                                   [edge.proc for edge in started])
                     where = f"{count} edges" if count else "in-process"
                     rows.append((where, n, got))
-                    print(f"{where:>10} {n:>6} subscribers: POST -> last p50 "
-                          f"{percentile(got.last, 0.5):6.1f} ms p99 "
+                    print(f"{where:>10} {n:>6} subscribers: commit -> last p50 "
+                          f"{percentile(got.commit, 0.5):6.1f} ms p99 "
+                          f"{percentile(got.commit, 0.99):6.1f} ms; POST -> last p99 "
                           f"{percentile(got.last, 0.99):6.1f} ms; market CPU/tick "
                           f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms"
                           f"   [{load()}]", flush=True)
@@ -385,13 +396,15 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
             if redis:
                 redis.close()
     print(f"\nfeed fan-out, {ticks} ticks each, subscribers over {clients} client processes; "
-          "latency from sending POST /api/admin/ticks (auction + commit included) to the "
-          "update complete at the last subscriber")
-    print(f"{'topology':>10} {'subscribers':>11} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'market CPU/tick ms':>19} {'edges CPU/tick ms':>18}")
+          "commit -> last: from the tick's commit (a probe subscriber on the market) to the "
+          "update complete at the last subscriber; POST -> last: from sending "
+          "POST /api/admin/ticks (auction and commit included)")
+    print(f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
+          f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14}")
     for where, n, got in rows:
-        print(f"{where:>10} {n:>11} {percentile(got.last, 0.5):8.1f} "
-              f"{percentile(got.last, 0.99):8.1f} {got.market_cpu:19.1f} {got.edges_cpu:18.1f}")
+        print(f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
+              f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
+              f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f}")
     print(f"[{load()}; {os.cpu_count()} cores]", flush=True)
 
 
