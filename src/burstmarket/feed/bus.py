@@ -14,6 +14,8 @@ nor goes backwards.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,8 +31,12 @@ _UPDATE = b"update"
 _STALE = "equal or smaller than the target stream top item"
 """Redis's answer to an XADD whose ID is not past the stream's last: that tick is there."""
 CONNECT_SECONDS = 2.0
+READ_SECONDS = 10.0
+"""A Redis answer not read within this is a lost Redis (a blocking read waits at most a second
+for the answer to start, feed/edge.py)."""
+STOP_SECONDS = 3.0
 
-__all__ = ["Bus", "RedisError"]
+__all__ = ["Bus", "RedisError", "stop"]
 
 
 def stream(channel: str) -> str:
@@ -44,11 +50,13 @@ class Bus:
     def __init__(self, url: str) -> None:
         self.url = url
         self.redis = redis.Redis.from_url(
-            url, socket_connect_timeout=CONNECT_SECONDS, health_check_interval=10
+            url, socket_connect_timeout=CONNECT_SECONDS, socket_timeout=READ_SECONDS,
+            health_check_interval=10,
         )
 
     async def close(self) -> None:
-        await self.redis.aclose()
+        with contextlib.suppress(RedisError, TimeoutError):
+            await asyncio.wait_for(self.redis.aclose(), STOP_SECONDS)
 
     # -- the market's side ---------------------------------------------------------------------
 
@@ -115,3 +123,14 @@ class Bus:
 def _entries(answer: Any) -> list[tuple[int, bytes]]:
     """A stream read's entries as (tick, update message)."""
     return [(int(entry_id.split(b"-", 1)[0]), fields[_UPDATE]) for entry_id, fields in answer or []]
+
+
+async def stop(task: asyncio.Task[None] | None) -> None:
+    """Cancel a loop over the bus and wait for it, STOP_SECONDS at most. A cancellation that
+    lands while redis-py reconnects can be lost (seen with an edge whose event loop had been
+    blocked past the read timeout): the loops also check a flag of their own, and a stop never
+    hangs on one."""
+    if task is None:
+        return
+    task.cancel()
+    await asyncio.wait({task}, timeout=STOP_SECONDS)

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from datetime import datetime
 
-from burstmarket.feed.bus import Bus, RedisError
+from burstmarket.feed.bus import Bus, RedisError, stop
 from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.messages import Row
 from burstmarket.feed.service import FeedOptions, FeedService
@@ -73,22 +73,22 @@ class Edge:
         self._islands: dict[str, str] = {}
         """channel -> its island."""
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self.service.start()
         self._task = asyncio.create_task(self._follow(), name="edge-follow")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        self._stopping = True
+        await stop(self._task)
         await self.service.stop()
         await self.bus.close()
 
     async def _follow(self) -> None:
         loop = asyncio.get_running_loop()
         look_again = 0.0
-        while True:
+        while not self._stopping:
             try:
                 if loop.time() >= look_again:
                     await self._find_channels()

@@ -24,7 +24,7 @@ from burstmarket.contract import Candle
 from burstmarket.errors import Invalid, NotFound, StoreUnavailable
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
-from burstmarket.feed.bus import Bus
+from burstmarket.feed.bus import Bus, stop
 from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.messages import Row
 from burstmarket.feed.publisher import BusPublisher
@@ -102,9 +102,11 @@ class Feed:
         """Stop the background tasks; an export in progress finishes its current run first."""
         self._stopping = True
         self._history_kick.set()
-        for task in self._tasks:
-            if task.get_name() != "feed-history":
-                task.cancel()
+        if self._publisher is not None:
+            self._publisher.stopping = True
+            await stop(self._tasks.pop())
+        for task in self._tasks[:1]:  # the SQL feeds
+            task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         await self.service.stop()

@@ -55,12 +55,13 @@ class BusPublisher:
         """channel -> the newest tick on the bus, as far as this process knows."""
         self._synced = False
         self._away = False
+        self.stopping = False
 
     def offer(self, spec: FeedSpec, row: Row) -> None:
         self._queue.put_nowait((spec, row))
 
     async def run(self) -> None:
-        while True:
+        while not self.stopping:
             try:
                 if not self._synced:
                     await self._sync()
@@ -68,7 +69,7 @@ class BusPublisher:
                     if self._away:
                         log.info("bus: Redis answers again; what it missed is republished")
                     self._away = False
-                first = await self._queue.get()
+                first = await self._queue.get()  # the stop's cancellation ends the wait
                 batch = [first]
                 while not self._queue.empty():
                     batch.append(self._queue.get_nowait())
