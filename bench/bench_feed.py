@@ -213,6 +213,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now (/proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 @dataclass
 class Fanout:
     last: list[float]
@@ -227,6 +235,10 @@ class Fanout:
     """The market process's CPU per tick, ms (its auction, commit and publishing)."""
     edges_cpu: float
     """The edges' CPU per tick, all together, ms."""
+    edge_rss: float
+    """The largest edge's resident memory with its subscribers connected, MiB."""
+    clients_cpu: float
+    """The client processes' CPU per tick, ms: the load generator shares the machine."""
 
 
 def measure(server: Server, ports: list[int], subscribers: int, clients: int, ticks: int,
@@ -253,6 +265,7 @@ def measure(server: Server, ports: list[int], subscribers: int, clients: int, ti
     last, spread, every, commit = [], [], [], []
     market_cpu = cpu_seconds(server.proc.pid)
     edges_cpu = sum(cpu_seconds(edge.pid) for edge in edges)
+    clients_cpu = sum(cpu_seconds(proc.pid) for proc in procs if proc.pid)
     for _ in range(ticks):
         time.sleep(0.2)  # let the clients settle: each tick is measured on its own
         began = time.time()
@@ -269,13 +282,15 @@ def measure(server: Server, ports: list[int], subscribers: int, clients: int, ti
         last.append((max(times) - began) * 1000)
         spread.append((max(times) - min(times)) * 1000)
         every += [(t - began) * 1000 for t in times]
+    edge_rss = max((rss_mib(edge.pid) for edge in edges), default=0.0)
     market_cpu = (cpu_seconds(server.proc.pid) - market_cpu) * 1000 / ticks
     edges_cpu = (sum(cpu_seconds(edge.pid) for edge in edges) - edges_cpu) * 1000 / ticks
+    clients_cpu = (sum(cpu_seconds(p.pid) for p in procs if p.pid) - clients_cpu) * 1000 / ticks
     for pipe in pipes:
         pipe.send("stop")
     for proc in procs:
         proc.join(30)
-    return Fanout(last, spread, every, commit, market_cpu, edges_cpu)
+    return Fanout(last, spread, every, commit, market_cpu, edges_cpu, edge_rss, clients_cpu)
 
 
 def fanout(subscribers: int, clients: int, ticks: int) -> None:
@@ -387,7 +402,9 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
                           f"{percentile(got.commit, 0.5):6.1f} ms p99 "
                           f"{percentile(got.commit, 0.99):6.1f} ms; POST -> last p99 "
                           f"{percentile(got.last, 0.99):6.1f} ms; market CPU/tick "
-                          f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms"
+                          f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms; "
+                          f"largest edge {got.edge_rss:.0f} MiB; clients CPU/tick "
+                          f"{got.clients_cpu:.0f} ms"
                           f"   [{load()}]", flush=True)
                 for edge in started:
                     edge.close()
@@ -400,11 +417,13 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
           "update complete at the last subscriber; POST -> last: from sending "
           "POST /api/admin/ticks (auction and commit included)")
     print(f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
-          f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14}")
+          f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14} "
+          f"{'edge RSS MiB':>12} {'clients CPU/tick':>16}")
     for where, n, got in rows:
         print(f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
               f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
-              f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f}")
+              f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f} {got.edge_rss:12.0f} "
+              f"{got.clients_cpu:16.0f}")
     print(f"[{load()}; {os.cpu_count()} cores]", flush=True)
 
 

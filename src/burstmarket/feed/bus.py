@@ -106,7 +106,8 @@ class Bus:
     ) -> list[Row]:
         """What the bus holds past `after` (channel -> the last tick had), waiting up to
         `block_ms` for something new, at most `count` ticks a channel, each channel in order."""
-        if not after:
+        if not after:  # nothing published yet: wait as a read would
+            await asyncio.sleep(block_ms / 1000)
             return []
         answer: Any = await self.redis.xread(
             {stream(channel): f"{tick}-1" for channel, tick in after.items()},
