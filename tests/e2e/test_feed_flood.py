@@ -135,6 +135,10 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
 
     gap_attack = watch.worst_gap(attack, attack_end)
     gap_after = watch.worst_gap(after, after_end)
+    # ticks run per tick due, in each window; the flood's and the after's are read against the
+    # calm window's, so a host busy with other work does not fail the test (the tick pace under
+    # the flood is what the budget protects)
+    ticks_calm = watch.ticks(calm, attack) / (attack - calm) * TICK_SECONDS
     ticks_attack = watch.ticks(attack, attack_end) / (attack_end - attack) * TICK_SECONDS
     ticks_after = watch.ticks(after, after_end) / (after_end - after) * TICK_SECONDS
     print(
@@ -143,14 +147,17 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
         f"  rss MB: calm {rss_calm:.0f}, peak {rss_peak:.0f}, after {rss_after:.0f}\n"
         f"  worst tick gap s (interval {TICK_SECONDS}): during {gap_attack:.2f}, "
         f"after {gap_after:.2f}\n"
-        f"  ticks run / due: during {ticks_attack:.2f}, after {ticks_after:.2f}\n"
+        f"  ticks run / due: calm {ticks_calm:.2f}, during {ticks_attack:.2f}, "
+        f"after {ticks_after:.2f}\n"
         f"  server cpu s/s: calm {calm_cpu_rate:.2f}, after {after_cpu_rate:.2f}"
     )
     assert rss_peak - rss_calm < 150, (rss_calm, rss_peak)
     assert gap_attack < 2.0
-    assert ticks_attack > 0.3  # on the code before the budget: 0.15, and 0.17 after it
+    # on a quiet host, calm runs about 0.9; the code before the replay budget ran 0.15 under the
+    # flood
+    assert ticks_attack > 0.25 * ticks_calm, (ticks_calm, ticks_attack)
     assert gap_after < 1.0
-    assert ticks_after > 0.5
+    assert ticks_after > 0.5 * ticks_calm, (ticks_calm, ticks_after)
     # nothing left running for the clients that left
     assert after_cpu_rate < calm_cpu_rate + 0.25, (calm_cpu_rate, after_cpu_rate)
     assert "Traceback" not in server.log()
