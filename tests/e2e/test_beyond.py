@@ -114,6 +114,13 @@ def test_two_markets_two_edges_one_bus(
                 served = [ok(server.client.get(path, params={"island": island}))
                           for server in (market, *edges)]
                 assert served[0] == served[1] == served[2], path
+        # Past the bus's history, the market's refusal.
+        with connect(ws_url(edges[0])) as ws:
+            send(ws, {"op": "subscribe", "channels": ["stats:north"], "from_tick": 9, "id": 7})
+            refused = recv(ws)
+            assert (refused["type"], refused["error"], refused["field"], refused["id"],
+                    refused["earliest_tick"], refused["next_tick"]) == (
+                "error", "invalid", "from_tick", 7, 1, 5)
         schema = [ok(server.client.get("/schema/asyncapi.json")) for server in (north, *edges)]
         assert all({k: v for k, v in doc.items() if k != "servers"} ==
                    {k: v for k, v in schema[0].items() if k != "servers"} for doc in schema)
