@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, free_port
+from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, RedisServer, free_port
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -82,6 +82,21 @@ def test_without_redis_serve_bus_refuses_before_the_store_opens(tmp_path: Path) 
     assert done.returncode == 1
     assert "cannot claim the islands' leases: the bus does not answer" in one_line(done)
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.e2e
+def test_a_store_that_cannot_open_gives_its_leases_back(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    bus = ["--bus", redis_server.url, "--islands", "north"]
+    done = burstmarket("serve", *bus, "--port", str(free_port()), "--data-dir", str(blocked))
+    assert done.returncode == 1
+    assert "island north" not in one_line(done)
+    # At once, not a lease's life later: the lease was given back.
+    done = burstmarket("serve", *bus, "--port", str(free_port()), "--data-dir", str(blocked))
+    assert "is run by another process" not in one_line(done)
 
 
 def test_help_and_version() -> None:

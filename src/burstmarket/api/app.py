@@ -130,7 +130,12 @@ def create_app(settings: Settings) -> Litestar:
     leases = None
     if settings.bus is not None and settings.islands is not None:
         leases = _leases(settings, settings.islands)
-    db = Database(settings.database_path)
+    try:
+        db = Database(settings.database_path)
+    except Exception:
+        if leases is not None:  # the next process need not wait for them to lapse
+            leases.release()
+        raise
     clock = _clock(settings)
     market = Market(db, clock, settings)
     if settings.bus is not None and leases is None:  # every island of the store
