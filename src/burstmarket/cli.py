@@ -164,14 +164,16 @@ def serve(
     """
     import dataclasses
     import logging
+    import os
     import secrets
 
     from burstmarket import logsafe
+    from burstmarket.api.app import create_app
     from burstmarket.lease import LeaseUnavailable
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
-    from burstmarket.store import StoreOpenError
+    from burstmarket.store import PRIVATE_UMASK, StoreOpenError
 
     logsafe.configure(log_format.value)
     log = logging.getLogger("burstmarket.serve")
@@ -225,8 +227,9 @@ def serve(
                 )
             )
 
+    os.umask(PRIVATE_UMASK)  # the store is the tenants' ledger
     try:
-        run_server(settings, started)
+        run_server(settings, create_app, started)
     except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
@@ -249,7 +252,7 @@ def feed(
     import logging
 
     from burstmarket import logsafe
-    from burstmarket.api.app import create_edge_app
+    from burstmarket.api.edge import create_edge_app
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
     from burstmarket.settings import Settings
@@ -275,7 +278,7 @@ def feed(
                  __version__, host, port, bus)
 
     try:
-        run_server(settings, started, create_edge_app)
+        run_server(settings, create_edge_app, started)
     except PortUnavailable as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None

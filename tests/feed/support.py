@@ -27,7 +27,8 @@ from litestar import Litestar
 
 from burstmarket.api.errors import HANDLERS
 from burstmarket.events import TickCommitted
-from burstmarket.feed import Feed, FeedOptions, build_feed
+from burstmarket.feed.feed import Feed, build_feed
+from burstmarket.feed.service import FeedOptions
 from burstmarket.feed.wire import FeedWebSocketProtocol
 from burstmarket.store import Database
 

@@ -14,8 +14,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from burstmarket.feed import FeedOptions
 from burstmarket.feed.messages import Row
+from burstmarket.feed.service import FeedOptions
 from tests.feed.support import FeedServer, MarketDB, RawClient, backfill
 
 HOLD = {"a": (16, "2.5"), "b": (8, "3.1")}

@@ -5,33 +5,28 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import mimetypes
 import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio.to_thread
 import msgspec
 from litestar import Litestar, MediaType, Response, get
-from litestar.config.cors import CORSConfig
 from litestar.di import Provide
-from litestar.params import FromPath
 from litestar.types import ControllerRouterHandler
 
-from burstmarket import __version__, apidoc, metrics
+from burstmarket import apidoc, metrics
 from burstmarket.api import health, operator, tenant
 from burstmarket.api.auth import Tokens
 from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
+from burstmarket.api.web import STATIC, cors, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
-from burstmarket.errors import NotFound
-from burstmarket.feed import FeedOptions, build_feed
-from burstmarket.feed.edge import Edge
+from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
 from burstmarket.lease import Leases, LeaseUnavailable
 from burstmarket.market.market import Market
@@ -43,32 +38,10 @@ from burstmarket.store import Database
 
 log = logging.getLogger(__name__)
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
-"""The dashboard's page, script and styles, and the API docs' Swagger UI (`docs-ui/`): shipped
-in the package, no CDN."""
-
-
-STATIC_FILES = {
-    path.relative_to(STATIC).as_posix(): path for path in STATIC.rglob("*") if path.is_file()
-}
-"""The files `/static/` serves, by name: a request names one of them or gets 404, and what a
-client typed (a NUL byte, 5,000 characters) never reaches the file system."""
-
-
 @get("/", include_in_schema=False)
 async def dashboard() -> Response[bytes]:
     """The live dashboard (public, like the market data it shows)."""
     return Response((STATIC / "index.html").read_bytes(), media_type=MediaType.HTML)
-
-
-@get("/static/{name:path}", include_in_schema=False)
-async def static_file(name: FromPath[str]) -> Response[bytes]:
-    """The dashboard's script, styles and chart, the docs UI's (shipped in the package)."""
-    path = STATIC_FILES.get(name.lstrip("/"))
-    if path is None:
-        raise NotFound("no such static file", path=name)
-    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return Response(path.read_bytes(), media_type=media_type)
 
 
 HISTORY_DICTIONARY = msgspec.json.encode(dictionary.as_json())
@@ -87,25 +60,6 @@ def _clock(settings: Settings) -> Clock:
     start_ns = from_datetime(start) if start is not None else time.time_ns()
     # market times are whole milliseconds
     return ManualClock(start_ns - start_ns % NS_PER_MS)
-
-
-def _cors(settings: Settings) -> CORSConfig | None:
-    """Pages of other origins may read the public market data: GET, with If-None-Match to
-    revalidate and the ETag to read. Nothing else passes a preflight, an Authorization header
-    included, so no page can call a tenant or operator endpoint."""
-    if not settings.cors_origins:
-        return None
-    return CORSConfig(
-        allow_origins=list(settings.cors_origins),
-        allow_methods=["GET"],
-        allow_headers=["If-None-Match"],
-        expose_headers=["ETag"],
-        max_age=600,
-    )
-
-
-def _feed_options(settings: Settings) -> FeedOptions:
-    return FeedOptions(backlog=settings.feed_backlog, ping_seconds=settings.feed_ping_seconds)
 
 
 def _leases(settings: Settings, islands: Iterable[str]) -> Leases:
@@ -147,7 +101,7 @@ def create_app(settings: Settings) -> Litestar:
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(db, settings, _feed_options(settings))
+    feed = build_feed(db, settings, feed_options(settings))
     market.listeners += [feed.on_tick, metrics.on_tick]
     metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
@@ -198,47 +152,10 @@ def create_app(settings: Settings) -> Litestar:
         openapi_config=apidoc.openapi_config(),
         plugins=[apidoc.MoneyAsNumber()],
         request_max_body_size=settings.max_body_bytes,
-        cors_config=_cors(settings),
+        cors_config=cors(settings),
         debug=False,
         logging_config=None,  # server.py configures logging once for the process
     )
     apidoc.finish(app.openapi_schema)
     return app
 
-
-def create_edge_app(settings: Settings) -> Litestar:
-    """A feed edge (`burstmarket feed --bus …`, feed/edge.py): the market's feed endpoints fed
-    from the bus, the probes, and nothing else: no store, no tenant or operator endpoint."""
-    assert settings.bus is not None
-    edge = Edge(settings.bus, _feed_options(settings))
-    metrics.SUBSCRIBERS.set_function(lambda: edge.service.subscribers)
-
-    async def checks() -> dict[str, health.Check]:
-        return {"bus": {"ok": edge.ready, "detail": edge.detail}}
-
-    async def versions() -> dict[str, str]:
-        return {"version": __version__}
-
-    @asynccontextmanager
-    async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        edge.start()
-        gc.collect()
-        gc.freeze()
-        try:
-            yield
-        finally:
-            await edge.stop()
-
-    app = Litestar(
-        route_handlers=[*edge.service.route_handlers, static_file,
-                        *health.probes(checks, versions)],
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
-        lifespan=[lifespan],
-        openapi_config=apidoc.openapi_config(),
-        request_max_body_size=settings.max_body_bytes,
-        cors_config=_cors(settings),
-        debug=False,
-        logging_config=None,
-    )
-    apidoc.finish(app.openapi_schema)
-    return app

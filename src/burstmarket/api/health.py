@@ -11,7 +11,7 @@ for (`POST /api/admin/ticks`), so no tick is ever late and the store alone decid
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -20,8 +20,10 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import HeaderParameter
 
 from burstmarket import __version__, metrics
-from burstmarket.scheduler import TickScheduler
-from burstmarket.store import Database
+
+if TYPE_CHECKING:  # a feed edge serves the probes too, and loads neither
+    from burstmarket.scheduler import TickScheduler
+    from burstmarket.store import Database
 
 LATE_INTERVALS = 3
 """A tick older than this many intervals makes the service not ready."""
