@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean chromium redis
+.PHONY: run test test-fast lint bench clean chromium redis
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -26,6 +26,10 @@ lint: $(STAMP)
 test: $(STAMP) lint chromium redis
 	$(BIN)/pytest
 
+# The fast loop: every test that starts no server (tests/conftest.py marks the others e2e).
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not e2e"
+
 # The browser test drives Debian's chromium (never a browser download of Playwright's own).
 chromium:
 	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
@@ -37,7 +41,9 @@ redis:
 	@command -v redis-server >/dev/null || { echo "Installing Debian's redis-server for the bus tests (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
+# A whole tick of the 2,000-node island first (a minute), then the engine alone (twenty).
 bench: $(STAMP)
+	$(BIN)/python bench/bench_tick.py
 	$(BIN)/python bench/bench_clear.py
 
 clean:

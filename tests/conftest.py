@@ -3,6 +3,10 @@
 `server` starts one with `--clock manual`, a temporary `--data-dir` and an operator token, and
 yields a `Server` (base URL, operator token, log file, data dir). `start_server` is the factory
 behind it, for tests that need other flags or several runs on one data dir (crash tests).
+
+Every test that starts a server is marked `e2e`, so `pytest -m "not e2e"` is the fast loop: a
+test using a fixture of SERVER_FIXTURES is marked here, and any other test that starts a server
+(`burstmarket serve`, uvicorn, a listening socket) while not marked fails (`no_servers`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
 import httpx
 import pytest
+import uvicorn
 
 OPERATOR_TOKEN = "test-operator-token"
 STARTUP_SECONDS = 30
@@ -101,10 +107,12 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         data_dir: Path | None = None,
         env: dict[str, str] | None = None,
         operator_token: str | None = OPERATOR_TOKEN,
-        command: str = "serve",
+        command: Path = BURSTMARKET,
+        subcommand: str = "serve",
     ) -> Server:
-        """`burstmarket serve`, or with command="feed" a feed edge (`flags` then name its bus;
-        it has no data dir and is up once it answers /healthz)."""
+        """`burstmarket serve` (of `command`, the installed one unless told), or with
+        subcommand="feed" a feed edge (`flags` then name its bus; it has no data dir and is up
+        once it answers /healthz)."""
         data = data_dir or tmp_path / "data"
         port = free_port()
         log_path = tmp_path / f"server-{len(started)}.log"
@@ -113,12 +121,12 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
             environ["BURSTMARKET_OPERATOR_TOKEN"] = operator_token
         environ.update(env or {})
         args = list(flags) or ["--clock", "manual"]
-        where = ["--data-dir", str(data)] if command == "serve" else []
+        where = ["--data-dir", str(data)] if subcommand == "serve" else []
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [
-                    str(BURSTMARKET),
-                    command,
+                    str(command),
+                    subcommand,
                     *where,
                     "--host",
                     "127.0.0.1",
@@ -131,7 +139,7 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
                 env=environ,
             )
         server = Server(f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process)
-        up = "/api/islands" if command == "serve" else "/healthz"
+        up = "/api/islands" if subcommand == "serve" else "/healthz"
         started.append(server)
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
@@ -172,6 +180,69 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     sharing it create their own islands, accounts and clusters."""
     with _servers(tmp_path_factory.mktemp("shared")) as start:
         yield start("--clock", "manual", "--tick-seconds", "300")
+
+
+# --- the fast loop: e2e is every test that starts a server ---------------------------------
+
+TESTS = Path(__file__).parent
+E2E_FOLDERS = {"e2e", "browser", "feed"}
+"""Folders of tests/ whose every test starts a server (the service, or the feed's own routes
+under uvicorn)."""
+SERVER_FIXTURES = {"server", "start_server", "shared_server", "redis_server"}
+"""Fixtures that start the service (`server` is also tests/feed/conftest.py's feed server), or
+a redis-server."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
+class StartsAServer(Exception):
+    """A test not marked e2e started a server."""
+
+
+@contextmanager
+def no_servers(test: str) -> Iterator[None]:
+    """While `test` runs, starting a server raises StartsAServer: a `burstmarket serve`
+    subprocess, a uvicorn server, or any socket listening."""
+
+    def refuse(what: str) -> NoReturn:
+        raise StartsAServer(
+            f"{test} starts {what} but is not marked e2e: mark it @pytest.mark.e2e (a test "
+            "using a server fixture of tests/conftest.py is marked already)"
+        )
+
+    def listen(self: socket.socket, *args: Any) -> None:
+        refuse("a listening socket")
+
+    def uvicorn_server(self: uvicorn.Server, *args: Any, **kwargs: Any) -> None:
+        refuse("a uvicorn server")
+
+    popen = subprocess.Popen.__init__
+
+    def popen_unless_serve(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        argv = args.split() if isinstance(args, str) else [str(arg) for arg in args]
+        if "serve" in argv and "--help" not in argv:
+            refuse(f"a server ({' '.join(argv)})")
+        popen(self, args, *rest, **kw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "listen", listen)
+        patch.setattr(uvicorn.Server, "__init__", uvicorn_server)
+        patch.setattr(subprocess.Popen, "__init__", popen_unless_serve)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    if item.get_closest_marker("e2e") is not None:
+        return (yield)
+    with no_servers(item.nodeid):
+        return (yield)
 
 
 @dataclass

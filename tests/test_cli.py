@@ -32,6 +32,7 @@ def one_line(done: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 @pytest.mark.parametrize("port", ["0", "65536", "73938", "http"])
 def test_a_port_outside_1_to_65535_exits_2_naming_the_option(port: str, tmp_path: Path) -> None:
     done = burstmarket("serve", "--port", port, "--data-dir", str(tmp_path / "data"))
@@ -41,6 +42,7 @@ def test_a_port_outside_1_to_65535_exits_2_naming_the_option(port: str, tmp_path
     assert not (tmp_path / "data").exists()  # nothing was started
 
 
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as holder:
         port = holder.getsockname()[1]
@@ -57,6 +59,7 @@ def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Pat
             holder.accept()
 
 
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 @pytest.mark.parametrize(
     ("args", "why"),
     [
@@ -75,6 +78,7 @@ def test_the_bus_options_refuse_what_cannot_work(
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 def test_without_redis_serve_bus_refuses_before_the_store_opens(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
     done = burstmarket("serve", "--bus", f"redis://127.0.0.1:{port}/0", "--islands", "north",
@@ -84,7 +88,6 @@ def test_without_redis_serve_bus_refuses_before_the_store_opens(tmp_path: Path) 
     assert not (tmp_path / "data").exists()
 
 
-@pytest.mark.e2e
 def test_a_store_that_cannot_open_gives_its_leases_back(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
@@ -99,6 +102,7 @@ def test_a_store_that_cannot_open_gives_its_leases_back(
     assert "is run by another process" not in one_line(done)
 
 
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 def test_help_and_version() -> None:
     for args in (["-h"], ["--help"], ["serve", "-h"], ["export", "-h"], ["simulate", "-h"]):
         done = burstmarket(*args)

@@ -44,7 +44,11 @@ def test_imports_point_from_the_api_to_the_market_never_back() -> None:
     for path in files:
         assert "burstmarket.api" not in path.read_text(), path
     contract = PACKAGE / "contract.py"
-    assert imported_roots(contract) <= {"__future__", "datetime", "decimal", "typing", "msgspec"}
+    outside = {"__future__", "datetime", "decimal", "typing", "msgspec"}
+    assert imported_roots(contract) <= outside | {"burstmarket"}
+    # of the package, the contract takes only the states, which take nothing
+    assert imported_modules("burstmarket.contract", contract, modules()) == {"burstmarket.states"}
+    assert imported_roots(PACKAGE / "states.py") <= {"__future__", "typing"}
 
 
 def modules() -> dict[str, Path]:
@@ -103,7 +107,8 @@ def test_the_package_has_no_import_cycle() -> None:
 
 
 def test_only_the_store_reaches_duckdb() -> None:
-    """DuckDB is imported by store/ alone, and nothing else runs a statement on a cursor."""
+    """DuckDB is imported by store/ alone, and nothing else runs a statement on a cursor or
+    opens one by hand: a reader takes `Database.read()`, the one read path."""
     for path in PACKAGE.rglob("*.py"):
         if path.parent.name == "store":
             continue
@@ -115,6 +120,8 @@ def test_only_the_store_reaches_duckdb() -> None:
             call = node.func if isinstance(node, ast.Call) else None
             if isinstance(call, ast.Attribute) and call.attr in {"execute", "register", "sql"}:
                 raise AssertionError(f"{path}:{node.lineno} runs a statement itself")
+            if isinstance(call, ast.Attribute) and call.attr == "cursor":
+                raise AssertionError(f"{path}:{node.lineno} opens a cursor by hand")
 
 
 def test_a_feed_edge_loads_neither_the_store_nor_the_engine() -> None:

@@ -88,7 +88,7 @@ WINDOWS_HOLD = "protection windows hold the nodes until contestable_at"
 
 
 def render_published_ladder(rungs: Sequence[LadderRung]) -> list[dict[str, Any]]:
-    """API.md `GET /api/market/ladder` rungs: the engine's, then the rungs windows hold now."""
+    """docs/api.md `GET /api/market/ladder` rungs: the engine's, then the rungs windows hold now."""
     return [
         {
             **shown,

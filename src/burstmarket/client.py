@@ -37,6 +37,7 @@ import httpx
 import msgspec
 
 from burstmarket.money import to_decimal
+from burstmarket.states import BillingKind, JobState, Kind, PendingReason
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -161,7 +162,7 @@ class Capacity(msgspec.Struct, frozen=True):
     rate: Decimal | None
     bid_too_low: bool
     spend_limit: Decimal | None = None
-    pending_reason: str | None = None
+    pending_reason: PendingReason | None = None
 
 
 class Bid(msgspec.Struct, frozen=True):
@@ -170,7 +171,7 @@ class Bid(msgspec.Struct, frozen=True):
     cluster: str
     limit_price_per_gpu_hour: Decimal | None
     bid_too_low: bool
-    pending_reason: str | None = None
+    pending_reason: PendingReason | None = None
 
 
 class JobEvent(msgspec.Struct, frozen=True):
@@ -182,8 +183,7 @@ class JobEvent(msgspec.Struct, frozen=True):
 class Job(msgspec.Struct, frozen=True):
     name: str
     nodes: int
-    state: str
-    """pending | running | finished"""
+    state: JobState
     provisioned_at: datetime | None
     limit_price_per_gpu_hour: Decimal | None
     rate: Decimal | None
@@ -206,8 +206,7 @@ class BillingRow(msgspec.Struct, frozen=True):
     end: datetime
     gpu_hours: float
     amount_usd: Decimal
-    kind: str
-    """market | base_load"""
+    kind: BillingKind
     amount_units: int = 0
     """The exact ledger sum (µUSD-per-hour × ms)."""
 
@@ -219,13 +218,13 @@ class Account(msgspec.Struct, frozen=True):
     clusters: list[str]
 
 
-class NewCluster(msgspec.Struct, frozen=True):
+class ClusterCreated(msgspec.Struct, frozen=True):
     id: str
     token: str
     """Shown only here."""
     account: str
     island: str
-    kind: str
+    kind: Kind
 
 
 # --- calls, written once for both clients --------------------------------------------------
@@ -546,10 +545,12 @@ class _Operator(_Market):
         return one(Call("POST", f"/api/admin/accounts/{name}/credit", Account, body))
 
     @endpoint
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> Flow[NewCluster]:
+    def create_cluster(
+        self, account: str, island: str, kind: str, name: str
+    ) -> Flow[ClusterCreated]:
         """A new cluster; its token is shown only in this answer."""
         body = {"account": account, "island": island, "kind": kind, "name": name}
-        return one(Call("POST", "/api/admin/clusters", NewCluster, body))
+        return one(Call("POST", "/api/admin/clusters", ClusterCreated, body))
 
     @endpoint
     def put_island(

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
+
+from burstmarket.states import BillingKind, BlockState, JobState, Kind, NodeState, PendingReason
 
 # --- limits (docs/api.md "Limits") ----------------------------------------------------------
 
@@ -36,12 +38,6 @@ MAX_TICKS = 100_000
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
 NodeId = Annotated[str, msgspec.Meta(max_length=MAX_NODE_ID)]
-Kind = Literal["vm", "k8s"]
-"""A cluster's kind: VM capacity or a Kubernetes cluster."""
-JobState = Literal["pending", "running", "finished"]
-NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
-BlockState = Literal["live", "ended", "cancelled"]
-BillingKind = Literal["market", "base_load"]
 
 PriceIn = Annotated[
     Decimal,
@@ -144,7 +140,7 @@ class View(msgspec.Struct, kw_only=True):
     """An answer (the fields in the order they go on the wire)."""
 
 
-class HeldNode(View):
+class HeldNodeView(View):
     id: str
     granted_at: Time | None
     window_ends_at: Time | None
@@ -161,11 +157,11 @@ class CapacityView(View):
     max_price_per_gpu_hour: Price | None
     held_gpus: int
     pending_gpus: int
-    nodes: list[HeldNode]
+    nodes: list[HeldNodeView]
     rate: Price | None
     bid_too_low: bool
     spend_limit: Amount | None
-    pending_reason: str | None
+    pending_reason: PendingReason | None
 
 
 class BidView(View):
@@ -174,10 +170,10 @@ class BidView(View):
     cluster: str
     limit_price_per_gpu_hour: Price | None
     bid_too_low: bool
-    pending_reason: str | None
+    pending_reason: PendingReason | None
 
 
-class JobEvent(View):
+class JobEventView(View):
     type: str
     """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
     at: Time
@@ -194,7 +190,7 @@ class JobView(View):
     rate: Price | None
     node_ids: list[str]
     bid_too_low: bool
-    events: list[JobEvent]
+    events: list[JobEventView]
 
 
 class SpendLimitView(View):
@@ -205,7 +201,7 @@ class SpendLimitView(View):
     left_usd: Amount | None
 
 
-class BillingRow(View):
+class BillingRowView(View):
     start: Time
     end: Time
     gpu_hours: float
@@ -230,7 +226,7 @@ class AccountView(View):
     clusters: list[str]
 
 
-class ClusterCreated(View):
+class ClusterCreatedView(View):
     id: str
     token: Annotated[str, msgspec.Meta(description="shown once; only its hash is stored")]
     account: str

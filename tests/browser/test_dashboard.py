@@ -10,7 +10,6 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Page
 
 from tests.conftest import Server, StartServer
@@ -79,7 +78,6 @@ def vwap_rows(page: Page, island: str, at: float) -> list[float]:
     return rows
 
 
-@pytest.mark.e2e
 def test_the_range_choice_draws_the_series_as_a_step_line_with_values_on_hover(
     start_server: StartServer, page: Page, tmp_path: Path
 ) -> None:
@@ -172,7 +170,6 @@ def test_the_range_choice_draws_the_series_as_a_step_line_with_values_on_hover(
     assert page.locator("#status").get_attribute("data-state") == "live"
 
 
-@pytest.mark.e2e
 def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs_open(
     start_server: StartServer, page: Page
 ) -> None:

@@ -44,7 +44,6 @@ def operations(doc: dict[str, Any]) -> set[tuple[str, str]]:
     }
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("path", ["/schema", "/schema/swagger"])
 def test_the_docs_ui_renders_offline_and_lists_every_operation(
     server: Server, page: Page, path: str

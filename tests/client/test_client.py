@@ -45,7 +45,6 @@ async def new_cluster(op: OperatorClient, island: str, kind: str, name: str) -> 
     return TenantClient(op.base_url, created.token)
 
 
-@pytest.mark.e2e
 def test_declare_read_and_refusals_with_exact_prices(server: Server) -> None:
     async def scenario() -> None:
         async with OperatorClient(server.url, server.token) as op:
@@ -79,7 +78,6 @@ def test_declare_read_and_refusals_with_exact_prices(server: Server) -> None:
     arun(scenario)
 
 
-@pytest.mark.e2e
 def test_declare_to_win_bids_for_the_nodes_the_cluster_does_not_hold_yet(
     start_server: StartServer,
 ) -> None:
@@ -111,7 +109,6 @@ def test_declare_to_win_bids_for_the_nodes_the_cluster_does_not_hold_yet(
         assert (declared.max_gpus, declared.max_price_per_gpu_hour) == (32, Decimal("1.6"))
 
 
-@pytest.mark.e2e
 def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: StartServer) -> None:
     server = start_server("--clock", "manual", "--tick-seconds", "1800")
     with SyncOperatorClient(server.url, server.token) as op:
@@ -137,7 +134,6 @@ def readme_example() -> str:
     return code
 
 
-@pytest.mark.e2e
 def test_the_readme_example_bids_the_ladder_and_says_when(
     server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -159,7 +155,6 @@ def test_the_readme_example_bids_the_ladder_and_says_when(
     assert (declared.max_gpus, declared.max_price_per_gpu_hour) == (32, Decimal("2.2001"))
 
 
-@pytest.mark.e2e
 def test_kubernetes_jobs_run_and_finish(server: Server) -> None:
     async def scenario() -> None:
         async with OperatorClient(server.url, server.token) as op:
@@ -207,6 +202,7 @@ def failing_server() -> Iterator[str]:
     httpd.server_close()
 
 
+@pytest.mark.e2e
 def test_failures_are_the_clients_own_errors(failing_server: str) -> None:
     nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     with SyncTenantClient(nobody, "t") as me, pytest.raises(Unreachable) as down:

@@ -94,7 +94,7 @@ def test_two_markets_two_edges_one_bus(
     assert (elsewhere.status_code, elsewhere.json()["error"]) == (404, "not-found")
     assert [island["id"] for island in ok(north.client.get("/api/islands"))] == ["north"]
     tick_both(markets)  # tick 1 of each island
-    edges = [start_server("--bus", bus, command="feed") for _ in range(2)]
+    edges = [start_server("--bus", bus, subcommand="feed") for _ in range(2)]
     for edge in edges:
         eventually(lambda edge=edge: all(  # type: ignore[misc]
             edge.client.get("/api/market/stats", params={"island": island}).status_code == 200
@@ -187,7 +187,7 @@ def try_start(start_server: StartServer, bus: str, data: Path) -> Server | None:
 def test_an_edge_serves_no_tenant_endpoint_and_knows_no_island_it_has_not_seen(
     start_server: StartServer, redis_server: RedisServer
 ) -> None:
-    edge = start_server("--bus", redis_server.url, command="feed")
+    edge = start_server("--bus", redis_server.url, subcommand="feed")
     eventually(lambda: ready(edge), "the edge ready", edge)
     assert edge.client.get("/api/vm/capacity").status_code == 404
     assert edge.client.get("/api/admin/accounts/x").status_code == 404

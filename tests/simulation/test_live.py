@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.conftest import Server, StartServer
 from tests.e2e.support import bearer, eventually, ok
 
@@ -16,7 +14,6 @@ def stats(server: Server, island: str) -> dict[str, Any] | None:
     return response.json() if response.status_code == 200 else None
 
 
-@pytest.mark.e2e
 def test_simulated_tenants_make_a_moving_market_on_two_islands(
     start_server: StartServer,
 ) -> None:

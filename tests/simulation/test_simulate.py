@@ -77,7 +77,7 @@ def test_simulate_writes_history_of_both_islands_through_the_real_market(
         assert above >= 10, island
         assert distinct_vwaps >= 5, island
     # nobody pays below the reserve in force at that tick, but for nodes locked under their
-    # window at a price the operator's newer reserve overtook (MARKET.md: the lock wins)
+    # window at a price the operator's newer reserve overtook (docs/market.md: the lock wins)
     below = query(
         f"SELECT count(*) FROM {parquet(history, 'cluster_rates')} r "
         f"JOIN {parquet(history, 'ticks')} t USING (island, tick) "

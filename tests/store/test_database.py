@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from burstmarket.sqlfiles import sql
+from burstmarket.shipped import sql
 from burstmarket.store import Database
 from burstmarket.store.database import MIGRATIONS
 

@@ -22,7 +22,7 @@ from burstmarket.contract import (
     MAX_TICKS,
     AccountView,
     BlockView,
-    ClusterCreated,
+    ClusterCreatedView,
     Credit,
     IslandChange,
     IslandView,
@@ -78,7 +78,7 @@ def post_credit(deps: Deps, name: FromPath[str], data: JSONBody[Credit]) -> Acco
 
 @post("/clusters", status_code=201, responses=refusals(*WITH_BODY, NotFound, Conflict))
 @threaded
-def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreated:
+def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreatedView:
     """A cluster of an account on an island; its token is shown here, once."""
     _runs(deps, data.island)
     return deps.operator.create_cluster(data.account, data.island, data.kind, data.name)

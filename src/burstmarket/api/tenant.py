@@ -26,7 +26,7 @@ from burstmarket.clock import from_datetime, parse_time
 from burstmarket.contract import (
     BidChange,
     BidView,
-    BillingRow,
+    BillingRowView,
     CapacityDeclaration,
     CapacityView,
     JobChange,
@@ -186,7 +186,7 @@ def get_billing(
     end: TimeQuery = None,
     granularity: Annotated[Granularity, QueryParameter()] = "1h",
     output: Annotated[Literal["json", "csv"], QueryParameter(name="format")] = "json",
-) -> Response[list[BillingRow]]:
+) -> Response[list[BillingRowView]]:
     """The cluster's bill per time bucket, computed in SQL over the ledger."""
     rows = me.tenant.billing(me.cluster, _time("start", start), _time("end", end), granularity)
     if output == "json":

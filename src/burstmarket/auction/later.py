@@ -1,6 +1,6 @@
 """The ladder past the contestable supply: rungs that only nodes fixed now could fill.
 
-MARKET.md's ladder (`clear`) prices n = 1 … S, what this tick's auction could give. A tenant
+docs/market.md's ladder (`clear`) prices n = 1 … S, what this tick's auction could give. A tenant
 asking for more still wants an answer: when enough fixed nodes come back to the market, and what
 it would take then. A `Release` says when fixed nodes become contestable and which demand comes
 with them (their holders', competing at its price once the window ends). Rung n is priced at

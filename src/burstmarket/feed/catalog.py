@@ -25,10 +25,9 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
-from burstmarket.sqlfiles import sql
+from burstmarket.shipped import feed_files, sql
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 ISLAND_PLACEHOLDER = "{island}"
@@ -105,12 +104,7 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
 @cache
 def load_catalog() -> tuple[FeedSpec, ...]:
     """Every `feeds/*.toml` shipped in the package, sorted by name."""
-    folder = resources.files("burstmarket").joinpath("feeds")
-    specs = [
-        parse_spec(entry.read_text("utf-8"), f"feeds/{entry.name}")
-        for entry in folder.iterdir()
-        if entry.name.endswith(".toml")
-    ]
+    specs = [parse_spec(text, f"feeds/{name}") for name, text in feed_files().items()]
     specs.sort(key=lambda spec: spec.name)
     for attr in ("name", "channel", "path"):
         values = [getattr(spec, attr) for spec in specs]

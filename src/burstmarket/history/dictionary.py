@@ -16,7 +16,7 @@ from burstmarket.history.layout import TABLES
 
 
 @dataclass(frozen=True, slots=True)
-class Column:
+class HistoryColumn:
     name: str
     type: str
     description: str
@@ -24,21 +24,21 @@ class Column:
 
 
 @dataclass(frozen=True, slots=True)
-class Table:
+class HistoryTable:
     name: str
     description: str
-    columns: tuple[Column, ...]
+    columns: tuple[HistoryColumn, ...]
 
 
 USD_PER_GPU_HOUR = "DECIMAL(18,6)"
 
-TICK = Column("tick", "BIGINT", "Tick number, consecutive per island from 1.")
-TIME = Column(
+TICK = HistoryColumn("tick", "BIGINT", "Tick number, consecutive per island from 1.")
+TIME = HistoryColumn(
     "time",
     "TIMESTAMP WITH TIME ZONE",
     "Market time of the tick (UTC). The tick stands for [time, time + tick_seconds).",
 )
-TICK_SECONDS = Column(
+TICK_SECONDS = HistoryColumn(
     "tick_seconds",
     "DECIMAL(12,3)",
     "Seconds of market time the tick stands for: the interval it billed in advance. A row's "
@@ -47,72 +47,76 @@ TICK_SECONDS = Column(
 )
 
 PARTITIONS = (
-    Column("island", "VARCHAR", "The island (hive partition `island=<id>` in the path)."),
-    Column("month", "VARCHAR", "UTC month of `time`, YYYY-MM (hive partition `month=`)."),
+    HistoryColumn("island", "VARCHAR", "The island (hive partition `island=<id>` in the path)."),
+    HistoryColumn("month", "VARCHAR", "UTC month of `time`, YYYY-MM (hive partition `month=`)."),
 )
 """Read with `hive_partitioning = true`, every table also has these, from the file's path."""
 
 HISTORY = (
-    Table(
+    HistoryTable(
         "ticks",
         "One row per island and tick: the market statistics of that tick (base load excluded).",
         (
             TICK,
             TIME,
-            Column("vwap", USD_PER_GPU_HOUR, "USD per GPU-hour: the mean of the rates the "
+            HistoryColumn("vwap", USD_PER_GPU_HOUR, "USD per GPU-hour: the mean of the rates the "
                    "clusters holding market nodes pay, weighted by their GPUs; NULL when none "
                    "holds any.", nullable=True),
-            Column("min", USD_PER_GPU_HOUR, "USD per GPU-hour: the lowest cluster rate.",
+            HistoryColumn("min", USD_PER_GPU_HOUR, "USD per GPU-hour: the lowest cluster rate.",
                    nullable=True),
-            Column("max", USD_PER_GPU_HOUR, "USD per GPU-hour: the highest cluster rate.",
+            HistoryColumn("max", USD_PER_GPU_HOUR, "USD per GPU-hour: the highest cluster rate.",
                    nullable=True),
-            Column("gpus", "INTEGER", "GPUs held in the market this tick."),
-            Column("clusters", "INTEGER", "Clusters holding market nodes this tick."),
-            Column("pending_gpus", "INTEGER", "GPUs declared or asked for by jobs, not granted."),
-            Column("reserve_price", USD_PER_GPU_HOUR, "USD per GPU-hour: the island's reserve "
-                   "price in force at the tick."),
+            HistoryColumn("gpus", "INTEGER", "GPUs held in the market this tick."),
+            HistoryColumn("clusters", "INTEGER", "Clusters holding market nodes this tick."),
+            HistoryColumn(
+                "pending_gpus", "INTEGER", "GPUs declared or asked for by jobs, not granted."
+            ),
+            HistoryColumn("reserve_price", USD_PER_GPU_HOUR,
+                          "USD per GPU-hour: the island's reserve price in force at the tick."),
             TICK_SECONDS,
         ),
     ),
-    Table(
+    HistoryTable(
         "cluster_rates",
         "One row per tick and cluster holding market nodes: what it holds and pays.",
         (
             TICK,
             TIME,
-            Column("cluster", "VARCHAR", "The cluster's id."),
-            Column("gpus", "INTEGER", "GPUs the cluster holds in the market this tick."),
-            Column("rate", USD_PER_GPU_HOUR, "USD per GPU-hour the cluster pays this tick."),
-            Column("amount_usd", "DECIMAL(18,6)", "USD billed for the tick's interval: rate × "
-                   "gpus × tick_seconds / 3600, exact in the ledger, rounded here to 6 decimals."),
+            HistoryColumn("cluster", "VARCHAR", "The cluster's id."),
+            HistoryColumn("gpus", "INTEGER", "GPUs the cluster holds in the market this tick."),
+            HistoryColumn("rate", USD_PER_GPU_HOUR, "USD per GPU-hour the cluster pays this tick."),
+            HistoryColumn("amount_usd", "DECIMAL(18,6)",
+                          "USD billed for the tick's interval: rate × gpus × tick_seconds / 3600, "
+                          "exact in the ledger, rounded here to 6 decimals."),
             TICK_SECONDS,
         ),
     ),
-    Table(
+    HistoryTable(
         "allocations",
         "One row per tick and node a cluster holds after the tick.",
         (
             TICK,
             TIME,
-            Column("cluster", "VARCHAR", "The cluster holding the node."),
-            Column("node", "VARCHAR", "The node's id (`<island>-n<index>`)."),
-            Column("kind", "VARCHAR", "`market` (won or kept in the auction), `protected` "
+            HistoryColumn("cluster", "VARCHAR", "The cluster holding the node."),
+            HistoryColumn("node", "VARCHAR", "The node's id (`<island>-n<index>`)."),
+            HistoryColumn("kind", "VARCHAR", "`market` (won or kept in the auction), `protected` "
                    "(held under its protection window) or `base_load` (a base load block's)."),
             TICK_SECONDS,
         ),
     ),
-    Table(
+    HistoryTable(
         "ladder",
         "One row per tick and rung of the price-to-win ladder.",
         (
             TICK,
             TIME,
-            Column("nodes", "INTEGER", "Whole nodes a new demand asks for."),
-            Column("gpus", "INTEGER", "The same in GPUs."),
-            Column("price", USD_PER_GPU_HOUR, "USD per GPU-hour it takes to win them: now, or "
-                   "for a rung not contestable now, at contestable_at against the demand "
-                   "standing at the tick."),
-            Column("contestable_at", "TIMESTAMP WITH TIME ZONE", "NULL: contestable in the "
+            HistoryColumn("nodes", "INTEGER", "Whole nodes a new demand asks for."),
+            HistoryColumn("gpus", "INTEGER", "The same in GPUs."),
+            HistoryColumn("price", USD_PER_GPU_HOUR,
+                          "USD per GPU-hour it takes to win them: now, or for a rung not "
+                          "contestable now, at contestable_at against the demand standing at "
+                          "the tick."),
+            HistoryColumn("contestable_at", "TIMESTAMP WITH TIME ZONE", "NULL: contestable in the "
                    "tick's auction. Otherwise the earliest time enough protection windows end "
                    "for the rung to be contested.", nullable=True),
             TICK_SECONDS,
@@ -125,7 +129,7 @@ assert {t.name for t in HISTORY} == set(TABLES)
 def as_json() -> dict[str, Any]:
     """The dictionary as served at `/schema/history.json`."""
 
-    def columns(found: tuple[Column, ...]) -> list[dict[str, Any]]:
+    def columns(found: tuple[HistoryColumn, ...]) -> list[dict[str, Any]]:
         return [{"name": c.name, "type": c.type, "nullable": c.nullable,
                  "description": c.description} for c in found]
 
@@ -155,7 +159,7 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rows(columns: tuple[Column, ...]) -> list[str]:
+def _rows(columns: tuple[HistoryColumn, ...]) -> list[str]:
     rows = ["| column | type | null | meaning |", "|---|---|---|---|"]
     for c in columns:
         null = "yes" if c.nullable else "no"

@@ -8,10 +8,8 @@ its term and cancel it after 24 h of a balance at or below zero (see market/tick
 
 from __future__ import annotations
 
-from typing import cast
-
 from burstmarket.clock import NS_PER_HOUR, maybe_datetime, rfc3339, to_datetime
-from burstmarket.contract import BlockState, BlockView
+from burstmarket.contract import BlockView
 from burstmarket.errors import Invalid, OnePerCluster
 from burstmarket.market.ledger import amount
 from burstmarket.market.market import Market
@@ -87,13 +85,10 @@ class BaseLoadDesk:
 
     def blocks(self, cluster_id: str) -> list[BlockView]:
         """The cluster's blocks, newest first."""
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             c = read_cluster(cur, cluster_id)
             g = read_island(cur, c.island).gpus_per_node
             return [_view(b, g) for b in self._blocks(cur, c.id)]
-        finally:
-            cur.close()
 
     def _blocks(self, cur: Cursor, cluster_id: str) -> list[Block]:
         return [BLOCKS.from_row(r) for r in fetch(cur, "cluster_blocks", cluster=cluster_id)]
@@ -112,7 +107,7 @@ def _view(b: Block, gpus_per_node: int) -> BlockView:
         price_usd=float(units_to_usd(amount(b.rate, gpus, b.ends_at - b.starts_at))),
         starts_at=to_datetime(b.starts_at),
         ends_at=to_datetime(b.ends_at),
-        state=cast(BlockState, b.state),
+        state=b.state,
         ended_at=maybe_datetime(b.ended_at),
         billed_until=maybe_datetime(b.billed_until),
     )

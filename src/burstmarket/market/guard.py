@@ -21,9 +21,10 @@ from burstmarket.market.model import (
     Node,
 )
 from burstmarket.money import LEDGER_UNITS_PER_MICRO
+from burstmarket.states import Kind
 
 
-def grant_span(kind: str) -> int:
+def grant_span(kind: Kind) -> int:
     """What a fresh grant commits: the longer of its protection window and its minimum hold."""
     return VM_WINDOW_NS if kind == "vm" else max(K8S_WINDOW_NS, K8S_HOLD_NS)
 

@@ -12,17 +12,19 @@ the balance.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from burstmarket.clock import NS_PER_MS
 from burstmarket.market.model import Cluster, Node
+from burstmarket.states import LedgerKind
 
-DEPOSIT = "deposit"
-CHARGE = "charge"
-REFUND = "refund"
-HOLD = "hold"
-BASE_LOAD = "base_load"
-COMMITMENT = "commitment"
-RELEASE = "release"
+DEPOSIT: Final = "deposit"
+CHARGE: Final = "charge"
+REFUND: Final = "refund"
+HOLD: Final = "hold"
+BASE_LOAD: Final = "base_load"
+COMMITMENT: Final = "commitment"
+RELEASE: Final = "release"
 BILLED = (CHARGE, REFUND, HOLD, BASE_LOAD)
 BALANCE = (DEPOSIT, *BILLED)
 
@@ -31,7 +33,7 @@ BALANCE = (DEPOSIT, *BILLED)
 class Entry:
     at: int
     account: str
-    kind: str
+    kind: LedgerKind
     units: int
     cluster: str | None = None
     island: str | None = None
@@ -50,7 +52,7 @@ def amount(rate: int, gpus: int, span_ns: int) -> int:
 
 
 def period_entry(
-    kind: str,
+    kind: LedgerKind,
     at: int,
     account: str,
     cluster: str,
@@ -108,7 +110,7 @@ def stop_billing(
     commitment is released (its billing and commitment fields clear)."""
     entries: list[Entry] = []
 
-    def row(kind: str, start: int, end: int, count: int, price: int) -> Entry:
+    def row(kind: LedgerKind, start: int, end: int, count: int, price: int) -> Entry:
         island = n.island
         return period_entry(kind, at, account, cluster, island, start, end, count, price, node=n.id)
 

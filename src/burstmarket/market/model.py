@@ -4,9 +4,10 @@ fixed durations."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from burstmarket.clock import NS_PER_HOUR, NS_PER_S
+from burstmarket.states import BlockState, JobState, Kind, OutOfService, PendingReason
 
 VM_WINDOW_NS = NS_PER_HOUR
 K8S_WINDOW_NS = 2 * NS_PER_HOUR
@@ -23,18 +24,14 @@ SPEND_WINDOW_NS = 24 * NS_PER_HOUR
 RENEWAL_NS = NS_PER_HOUR
 """A node kept past its commitment commits one more hour's worst case at a time."""
 
-# pending reasons a cluster's reads show (also the refusal codes)
-SPEND_LIMIT = "spend-limit"
-BILLING_HOLD = "billing-hold"
-
-# node service states an operator sets (None: in service)
-CORDONED = "cordoned"
-DARK = "dark"
-
-# base load block states
-LIVE = "live"
-ENDED = "ended"
-CANCELLED = "cancelled"
+# the states by name (states.py); Final keeps each its Literal type
+SPEND_LIMIT: Final = "spend-limit"
+BILLING_HOLD: Final = "billing-hold"
+CORDONED: Final = "cordoned"
+DARK: Final = "dark"
+LIVE: Final = "live"
+ENDED: Final = "ended"
+CANCELLED: Final = "cancelled"
 
 PRIORITY_CLASSES = {
     "system-node-critical": 2_000_001_000,
@@ -101,7 +98,7 @@ class Cluster:
     id: str
     account: str
     island: str
-    kind: str
+    kind: Kind
     max_gpus: int
     max_price: int | None
     demand: list[Tranche]
@@ -109,7 +106,7 @@ class Cluster:
     limit_price: int | None
     spend_limit: int | None
     spend_window_start: int | None
-    pending_reason: str | None
+    pending_reason: PendingReason | None
     bid_too_low: bool = False
     """The cluster's bid-too-low verdict at its island's last tick."""
 
@@ -132,7 +129,7 @@ class Node:
     locked_price: int | None
     commit_price: int | None
     commit_ends_at: int | None
-    service: str | None = None
+    service: OutOfService | None = None
     """None in service, else cordoned or dark: out of service, kept by its cluster, unbilled."""
     owed_until: int | None = None
     """Out of service inside a window: the cluster is owed a replacement until then."""
@@ -179,7 +176,7 @@ class Job:
     nodes: int
     priority_class: str | None
     limit_price: int | None
-    state: str
+    state: JobState
     created_at: int
     provisioned_at: int | None
     gang_price: int | None
@@ -209,7 +206,7 @@ class Block:
     rate: int
     starts_at: int
     ends_at: int
-    state: str
+    state: BlockState
     ended_at: int | None
     billed_until: int
     negative_since: int | None

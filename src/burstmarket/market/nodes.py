@@ -14,10 +14,8 @@ holds is simply free again (docs/market.md "Nodes out of service").
 
 from __future__ import annotations
 
-from typing import cast
-
 from burstmarket.clock import maybe_datetime, rfc3339
-from burstmarket.contract import NodeState, NodeView
+from burstmarket.contract import NodeView
 from burstmarket.errors import Invalid, NotFound
 from burstmarket.market.ledger import Entry, stop_billing
 from burstmarket.market.market import Market
@@ -25,9 +23,10 @@ from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, 
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd
+from burstmarket.states import NodeState, OutOfService
 from burstmarket.store.rows import Cursor, fetch, fetch_one
 
-ACTIONS = {"cordon": CORDONED, "dark": DARK, "uncordon": None}
+ACTIONS: dict[str, OutOfService | None] = {"cordon": CORDONED, "dark": DARK, "uncordon": None}
 EVENTS = {CORDONED: "NodeCordoned", DARK: "NodeDark"}
 
 
@@ -64,7 +63,7 @@ class NodeActions:
         cur: Cursor,
         island: Island,
         n: Node,
-        state: str,
+        state: OutOfService,
         now: int,
         events: list[JobEvent],
     ) -> list[Entry]:
@@ -136,23 +135,18 @@ class NodeActions:
     # --- reads ----------------------------------------------------------------------------
 
     def node(self, island_id: str, node_id: str) -> NodeView:
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             island = read_island(cur, island_id)
             return _view(self._node(cur, island.id, node_id))
-        finally:
-            cur.close()
 
     def nodes(self, island_id: str) -> list[NodeView]:
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             island = read_island(cur, island_id)
             return [_view(NODES.from_row(r)) for r in fetch(cur, "island_nodes", island=island.id)]
-        finally:
-            cur.close()
 
 
 def _view(n: Node) -> NodeView:
+    state: NodeState
     if n.service is not None:
         state = n.service
     elif n.block is not None:
@@ -162,7 +156,7 @@ def _view(n: Node) -> NodeView:
     return NodeView(
         id=n.id,
         idx=n.idx,
-        state=cast(NodeState, state),
+        state=state,
         cluster=n.cluster,
         job=n.job,
         block=n.block,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any, cast
+from typing import Any, get_args
 
-from burstmarket.contract import AccountView, ClusterCreated, IslandView, Kind
+from burstmarket.contract import AccountView, ClusterCreatedView, IslandView
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.figures import token_hash
@@ -19,10 +19,11 @@ from burstmarket.market.nodes import NodeActions
 from burstmarket.market.state import add_nodes, create_island, read_island
 from burstmarket.market.tables import ISLAND_TERMS, ISLANDS, LEDGER
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
+from burstmarket.states import Kind
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-KINDS = ("vm", "k8s")
+KINDS: tuple[Kind, ...] = get_args(Kind)
 
 
 def _name(field: str, value: str) -> str:
@@ -80,12 +81,9 @@ class Operator:
             raise NotFound(f"no account {name!r}", account=name)
 
     def account(self, name: str) -> AccountView:
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             self._account(cur, name)
             clusters = [r["id"] for r in fetch(cur, "account_clusters", account=name)]
-        finally:
-            cur.close()
         balance = self._figures.balance(name)
         return AccountView(
             name=name,
@@ -96,7 +94,7 @@ class Operator:
 
     # --- clusters -------------------------------------------------------------------------
 
-    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreated:
+    def create_cluster(self, account: str, island: str, kind: str, name: str) -> ClusterCreatedView:
         _name("name", name)
         if kind not in KINDS:
             raise Invalid("kind", "must be 'vm' or 'k8s'")
@@ -118,18 +116,15 @@ class Operator:
             )
         self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
-        return ClusterCreated(
-            id=name, token=token, account=account, island=island, kind=cast(Kind, kind)
+        return ClusterCreatedView(
+            id=name, token=token, account=account, island=island, kind=kind
         )
 
     # --- islands --------------------------------------------------------------------------
 
     def islands(self) -> list[IslandView]:
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             return [_island_view(ISLANDS.from_row(r)) for r in fetch(cur, "islands")]
-        finally:
-            cur.close()
 
     def put_island(
         self,
@@ -149,11 +144,8 @@ class Operator:
             raise Invalid("base_load_cap", "must not be negative", base_load_cap=base_load_cap)
         spec = json.dumps(node_spec) if set_spec and node_spec is not None else None
         with self._lock:
-            cur = self._db.cursor()
-            try:
+            with self._db.read() as cur:
                 row = fetch_one(cur, "island", island=island_id)
-            finally:
-                cur.close()
             if row is None:
                 if gpus_per_node is None or nodes is None or reserve_price is None:
                     raise Invalid(
@@ -169,11 +161,8 @@ class Operator:
                     new = Island(island_id, gpus_per_node, nodes, reserve_price, spec)
                     create_island(cur, new, self._clock.now_ns())
                 if base_load_cap is not None:
-                    cur = self._db.cursor()
-                    try:
+                    with self._db.read() as cur:
                         island = read_island(cur, island_id)
-                    finally:
-                        cur.close()
                     self._update_island(island, None, None, None, None, False, base_load_cap)
             else:
                 self._update_island(
@@ -185,11 +174,8 @@ class Operator:
                     set_spec,
                     base_load_cap,
                 )
-        cur = self._db.cursor()
-        try:
+        with self._db.read() as cur:
             return _island_view(read_island(cur, island_id))
-        finally:
-            cur.close()
 
     def _update_island(
         self,

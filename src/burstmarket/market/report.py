@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Literal, cast, get_args
 
 from burstmarket.clock import NS_PER_MS, to_datetime
-from burstmarket.contract import BillingKind, BillingRow
+from burstmarket.contract import BillingRowView
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
+from burstmarket.states import BillingKind
 from burstmarket.store.rows import Cursor, fetch
 
 Granularity = Literal["5m", "1h", "1d"]
@@ -24,7 +25,7 @@ assert tuple(GRANULARITIES) == get_args(Granularity)
 
 def billing_rows(
     cur: Cursor, cluster: str, start: int | None, end: int | None, granularity: Granularity
-) -> list[BillingRow]:
+) -> list[BillingRowView]:
     width = GRANULARITIES[granularity]
     # market times are whole milliseconds: so are the bounds a report is cut at
     low = -(2**62) if start is None else start - start % NS_PER_MS
@@ -35,7 +36,7 @@ def billing_rows(
     # a millionth of a GPU-hour is 3.6 GPU-milliseconds: 18 per 5 GPU-ms
     hours = apportion([int(r["gpu_ms"]) * 5 for r in rows], 18)
     return [
-        BillingRow(
+        BillingRowView(
             start=to_datetime(int(r["bucket"])),
             end=to_datetime(int(r["bucket"]) + width),
             gpu_hours=hours[i] / 1_000_000,

@@ -1,4 +1,4 @@
-"""One island's tick end to end: snapshot the store, clear it (market/tick.py's `run_tick`),
+"""One island's tick end to end: snapshot the store, clear it (market/tick/'s `run_tick`),
 commit every row it produced in one transaction, then move the figures on.
 
 The auction clears holding nothing, so declarations never wait for it:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from burstmarket.market.ledger import Entry
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
     BIGINT,
     BOOLEAN,
@@ -235,7 +236,7 @@ class AllocationRow:
     time: datetime
     cluster: str
     node: str
-    kind: str
+    kind: AllocationKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,16 +8,15 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from burstmarket.clock import maybe_datetime, to_datetime
 from burstmarket.contract import (
     BidView,
-    BillingRow,
+    BillingRowView,
     CapacityView,
-    HeldNode,
-    JobEvent,
-    JobState,
+    HeldNodeView,
+    JobEventView,
     JobView,
     SpendLimitView,
 )
@@ -31,7 +30,6 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
-from burstmarket.market import model
 from burstmarket.market.guard import (
     Budget,
     grant_span,
@@ -42,11 +40,12 @@ from burstmarket.market.guard import (
 )
 from burstmarket.market.ledger import COMMITMENT, Entry, scale_down
 from burstmarket.market.market import Market
-from burstmarket.market.model import Cluster, Island, Job, Node, newest_first, resized
+from burstmarket.market.model import Cluster, Island, Job, JobEvent, Node, newest_first, resized
 from burstmarket.market.report import Granularity, billing_rows
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
+from burstmarket.states import Kind
 from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
@@ -79,12 +78,12 @@ class Tenant:
         with self._db.read() as cur:
             return fn(cur)
 
-    def _own(self, cur: Cursor, cluster_id: str, kind: str) -> tuple[Cluster, Island]:
+    def _own(self, cur: Cursor, cluster_id: str, kind: Kind) -> tuple[Cluster, Island]:
         c = read_cluster(cur, cluster_id)
         self._kind(c, kind)
         return c, read_island(cur, c.island)
 
-    def _kind(self, c: Cluster, kind: str) -> None:
+    def _kind(self, c: Cluster, kind: Kind) -> None:
         if c.kind != kind:
             raise Forbidden(
                 f"this endpoint is for {kind} clusters; cluster {c.id} is {c.kind}",
@@ -186,7 +185,7 @@ class Tenant:
             held_gpus=held,
             pending_gpus=max(0, c.max_gpus - held),
             nodes=[
-                HeldNode(
+                HeldNodeView(
                     id=n.id,
                     granted_at=maybe_datetime(n.granted_at),
                     window_ends_at=maybe_datetime(n.window_ends_at),
@@ -400,7 +399,7 @@ class Tenant:
         )
 
     def _event(self, cur: Cursor, job: Job, kind: str, detail: str, at: int) -> None:
-        JOB_EVENTS.insert(cur, [model.JobEvent(job.cluster, job.name, at, kind, detail)])
+        JOB_EVENTS.insert(cur, [JobEvent(job.cluster, job.name, at, kind, detail)])
 
     def create_job(
         self,
@@ -468,10 +467,10 @@ class Tenant:
 
     def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[JobView]:
         island = read_island(cur, c.island)
-        events: dict[str, list[JobEvent]] = {}
+        events: dict[str, list[JobEventView]] = {}
         for e in fetch(cur, "job_events", cluster=c.id):
             events.setdefault(e["job"], []).append(
-                JobEvent(type=e["type"], at=to_datetime(e["ts"]), detail=e["detail"])
+                JobEventView(type=e["type"], at=to_datetime(e["ts"]), detail=e["detail"])
             )
         placed: dict[str, list[str]] = {}
         for n in cluster_nodes(cur, c.id):
@@ -482,7 +481,7 @@ class Tenant:
             JobView(
                 name=j.name,
                 nodes=j.nodes,
-                state=cast(JobState, j.state),
+                state=j.state,
                 priority_class=j.priority_class,
                 provisioned_at=maybe_datetime(j.provisioned_at),
                 limit_price_per_gpu_hour=maybe_usd(j.price(c)),
@@ -582,8 +581,8 @@ class Tenant:
 
     def billing(
         self, cluster_id: str, start: int | None, end: int | None, granularity: Granularity
-    ) -> list[BillingRow]:
-        def read(cur: Cursor) -> list[BillingRow]:
+    ) -> list[BillingRowView]:
+        def read(cur: Cursor) -> list[BillingRowView]:
             c = read_cluster(cur, cluster_id)
             return billing_rows(cur, c.id, start, end, granularity)
 

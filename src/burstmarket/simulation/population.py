@@ -6,6 +6,8 @@ import math
 import random
 from dataclasses import dataclass
 
+from burstmarket.states import Kind
+
 ACCOUNTS = (
     "acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "tyrell", "cyberdyne",
     "soylent", "aperture", "wonka", "oscorp", "massive", "vandelay", "gringotts",
@@ -33,8 +35,7 @@ class TenantSpec:
     """The cluster's name (and the key of its token in the simulation's state file)."""
     account: str
     island: str
-    kind: str
-    """`vm` or `k8s`."""
+    kind: Kind
     value: float
     """The most the tenant will pay, USD per GPU-hour (its ceiling, or its cluster limit)."""
     typical_nodes: float

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from burstmarket.sqlfiles import sql
+from burstmarket.shipped import sql
 from burstmarket.store.rows import Cursor, fetch_tuples, forget_batches
 from burstmarket.store.table import Table
 from burstmarket.store.writer import Batch, GroupWriter

@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary
 import duckdb
 import pyarrow as pa
 
-from burstmarket.sqlfiles import sql
+from burstmarket.shipped import sql
 
 Cursor = duckdb.DuckDBPyConnection
 

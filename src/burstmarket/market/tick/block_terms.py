@@ -15,6 +15,7 @@ from burstmarket.market.model import (
 )
 from burstmarket.market.tick.billing import bill_block
 from burstmarket.market.tick.state import TickState
+from burstmarket.states import BlockState
 
 
 def end_terms(s: TickState) -> None:
@@ -99,7 +100,7 @@ def _lock(s: TickState, n: Node, locked: int) -> None:
         s.books.spend_started(c)
 
 
-def _close(s: TickState, b: Block, state: str, at: int) -> None:
+def _close(s: TickState, b: Block, state: BlockState, at: int) -> None:
     for n in s.out_of_service:
         if n.block == b.id:
             n.block = None  # out of service: in no index

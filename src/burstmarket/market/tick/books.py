@@ -8,6 +8,7 @@ from burstmarket.market.guard import window_open
 from burstmarket.market.ledger import HOLD, Entry, amount, period_entry
 from burstmarket.market.model import K8S_INCREMENT_NS, Cluster, Node
 from burstmarket.market.tick.types import TickInput
+from burstmarket.states import LedgerKind
 
 
 class Books:
@@ -27,7 +28,7 @@ class Books:
 
     def bill(
         self,
-        kind: str,
+        kind: LedgerKind,
         c: Cluster,
         start: int,
         end: int,
@@ -42,7 +43,7 @@ class Books:
         )
         self.ledger.append(row)
 
-    def record(self, c: Cluster, kind: str, units: int, gpus: int) -> None:
+    def record(self, c: Cluster, kind: LedgerKind, units: int, gpus: int) -> None:
         """A spend guard row (commitment or release): never billed."""
         self.ledger.append(
             Entry(

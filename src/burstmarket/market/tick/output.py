@@ -7,6 +7,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.tick.state import TickState
 from burstmarket.market.tick.types import TickOutput
+from burstmarket.states import AllocationKind
 
 
 def output(
@@ -18,12 +19,12 @@ def output(
 ) -> TickOutput:
     """`protected`: the market nodes the auction held under their window; `low`: the clusters
     with demand under the reserve."""
-    allocations = []
+    allocations: list[tuple[str, str, AllocationKind]] = []
     pending = 0
     for c in s.sorted_clusters():
         held = sorted(s.held(c.id), key=lambda n: n.idx)
         for n in held:
-            kind = "protected" if n.id in protected else "market"
+            kind: AllocationKind = "protected" if n.id in protected else "market"
             allocations.append((c.id, n.id, kind))
         for n in sorted(s.block_of(c), key=lambda n: n.idx):
             allocations.append((c.id, n.id, "base_load"))

@@ -31,6 +31,7 @@ from burstmarket.market.model import (
 from burstmarket.market.refusals import log_refusal
 from burstmarket.market.tick.books import Books
 from burstmarket.market.tick.types import TickInput
+from burstmarket.states import JobState, Kind, PendingReason
 
 JobKey = tuple[str, str]
 """(cluster, job name)."""
@@ -59,7 +60,7 @@ class TickState:
         self.books = Books(inp, self.changed_clusters)
 
         # what one phase leaves for the next ones
-        self.refused: dict[str, str] = {}
+        self.refused: dict[str, PendingReason] = {}
         """Cluster -> the refusal holding its demand back this tick: billing-hold (set by
         housekeeping; such a cluster bids nothing and is owed nothing) or spend-limit."""
         self.logged: set[tuple[str, str]] = set()
@@ -155,10 +156,10 @@ class TickState:
 
     # --- clusters, jobs, blocks -----------------------------------------------------------
 
-    def sorted_clusters(self, kind: str | None = None) -> list[Cluster]:
+    def sorted_clusters(self, kind: Kind | None = None) -> list[Cluster]:
         return [c for _, c in self._sorted if kind is None or c.kind == kind]
 
-    def jobs_of(self, c: Cluster, state: str) -> list[Job]:
+    def jobs_of(self, c: Cluster, state: JobState) -> list[Job]:
         """The cluster's jobs in `state`, oldest first (equal times: the one accepted first)."""
         return [j for j in self._jobs_by_age.get(c.id, ()) if j.state == state]
 

@@ -9,6 +9,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.states import AllocationKind
 
 
 @dataclass(slots=True)
@@ -45,7 +46,7 @@ class TickOutput:
     events: list[JobEvent]
     ledger: list[Entry]
     rates: dict[str, int]
-    allocations: list[tuple[str, str, str]]
+    allocations: list[tuple[str, str, AllocationKind]]
     """(cluster, node, kind) for every held node after the tick."""
     pending_gpus: int
     verdicts: list[tuple[str, str]]

@@ -8,6 +8,7 @@ from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
 from burstmarket.market.model import BILLING_HOLD, Cluster, Job
 from burstmarket.market.tick.state import TickState
 from burstmarket.money import usd
+from burstmarket.states import PendingReason
 
 
 def jobs_too_low(s: TickState) -> None:
@@ -83,7 +84,7 @@ def pending_reasons(s: TickState) -> None:
         s.changed_clusters[c.id] = c
 
 
-def _log_refusal(s: TickState, c: Cluster, reason: str) -> None:
+def _log_refusal(s: TickState, c: Cluster, reason: PendingReason) -> None:
     """One REFUSED line when the tick starts refusing a cluster's demand (not every tick)."""
     if reason == BILLING_HOLD:
         balance = s.inp.balances.get(c.account, 0)
