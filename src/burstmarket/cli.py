@@ -6,12 +6,17 @@ import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import msgspec
 import typer
 
 from burstmarket import __version__
+
+if TYPE_CHECKING:
+    import logging
+
+    from burstmarket.settings import Settings
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
@@ -172,31 +177,27 @@ def serve(
     from burstmarket.lease import LeaseUnavailable
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
-    from burstmarket.settings import Settings
     from burstmarket.store import PRIVATE_UMASK, StoreOpenError
 
     logsafe.configure(log_format.value)
     log = logging.getLogger("burstmarket.serve")
-    try:
-        settings = Settings.from_env(
-            clock="manual" if speed is not None else clock.value,
-            data_dir=data_dir,
-            host=host,
-            port=port,
-            tick_seconds=tick_seconds,
-            rate_per_second=rate_limit,
-            rate_burst=rate_burst,
-            feed_backlog=feed_backlog,
-            feed_ping_seconds=feed_ping_seconds,
-            log_format=log_format.value,
-            cors_origins=_listed(cors_origins),
-            bus=bus,
-            islands=None if islands is None else _listed(islands),
-            lease_seconds=lease_seconds,
-        )
-    except ValueError as exc:
-        log.error("cannot start: %s", exc)
-        raise typer.Exit(code=2) from None
+    settings = _settings(
+        log,
+        clock="manual" if speed is not None else clock.value,
+        data_dir=data_dir,
+        host=host,
+        port=port,
+        tick_seconds=tick_seconds,
+        rate_per_second=rate_limit,
+        rate_burst=rate_burst,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        log_format=log_format.value,
+        cors_origins=_listed(cors_origins),
+        bus=bus,
+        islands=None if islands is None else _listed(islands),
+        lease_seconds=lease_seconds,
+    )
     if (simulate or speed is not None) and settings.operator_token is None:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
@@ -255,23 +256,19 @@ def feed(
     from burstmarket.api.edge import create_edge_app
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
-    from burstmarket.settings import Settings
 
     logsafe.configure(log_format.value)
     log = logging.getLogger("burstmarket.feed")
-    try:
-        settings = Settings.from_env(
-            host=host,
-            port=port,
-            feed_backlog=feed_backlog,
-            feed_ping_seconds=feed_ping_seconds,
-            log_format=log_format.value,
-            cors_origins=_listed(cors_origins),
-            bus=bus,
-        )
-    except ValueError as exc:
-        log.error("cannot start: %s", exc)
-        raise typer.Exit(code=2) from None
+    settings = _settings(
+        log,
+        host=host,
+        port=port,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        log_format=log_format.value,
+        cors_origins=_listed(cors_origins),
+        bus=bus,
+    )
 
     def started() -> None:
         log.info("burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
@@ -282,6 +279,17 @@ def feed(
     except PortUnavailable as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+def _settings(log: logging.Logger, **flags: object) -> Settings:
+    """The service's Settings from its flags, or one line and exit 2."""
+    from burstmarket.settings import Settings
+
+    try:
+        return Settings.from_env(None, **flags)
+    except ValueError as exc:
+        log.error("cannot start: %s", exc)
+        raise typer.Exit(code=2) from None
 
 
 def _listed(value: str) -> tuple[str, ...]:
