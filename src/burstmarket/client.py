@@ -87,6 +87,7 @@ class Island(msgspec.Struct, frozen=True):
     node_spec: dict[str, Any] | None = None
     """What a node is (`gpus`: the GPU model, `cpu`, `memory`, ...), as the operator set it."""
     base_load_cap: int = 0
+    buying_open: bool = False
 
 
 class Stats(msgspec.Struct, frozen=True):
@@ -191,6 +192,11 @@ class Job(msgspec.Struct, frozen=True):
     events: list[JobEvent]
     priority_class: str | None = None
     bid_too_low: bool = False
+    pods: int | None = None
+    gpus_per_pod: int | None = None
+    """Set for a job of pods smaller than one node (packed onto the cluster's block)."""
+    reason: str | None = None
+    """Why such a job waits: ReservedTooSmall, ReservedBusy, PackingDisabled."""
 
 
 class SpendLimit(msgspec.Struct, frozen=True):
@@ -211,11 +217,104 @@ class BillingRow(msgspec.Struct, frozen=True):
     """The exact ledger sum (µUSD-per-hour × ms)."""
 
 
+class Receivable(msgspec.Struct, frozen=True):
+    """What a base load purchase still owes by wire."""
+
+    purchase: str
+    cluster: str
+    owed_usd: Decimal
+    owed_by: datetime
+    overdue: bool
+    deposit_held_usd: Decimal
+
+
 class Account(msgspec.Struct, frozen=True):
     name: str
     balance_usd: Decimal
     billing_hold: bool
     clusters: list[str]
+    owed_usd: Decimal = Decimal(0)
+    overdue_usd: Decimal = Decimal(0)
+    receivables: list[Receivable] = []
+
+
+class OfferCell(msgspec.Struct, frozen=True):
+    """A cell of the island's base load offer grid, as this cluster may buy it now."""
+
+    size_gpus: int
+    nodes: int
+    term_hours: int
+    rate_per_gpu_hour: Decimal | None
+    price_usd: Decimal | None
+    """The whole block: rate × GPUs × term hours."""
+    deposit_usd: Decimal | None
+    """The security deposit it would take (0: the balance covers the price)."""
+    state: str
+    """available | sold-out | not-available"""
+    until: datetime | None = None
+    """For a size that does not fit now: when it will."""
+
+    @property
+    def available(self) -> bool:
+        return self.state == "available"
+
+
+class Offers(msgspec.Struct, frozen=True):
+    island: str
+    gpus_per_node: int
+    buying_open: bool
+    reservable_nodes: int
+    reserved_nodes: int
+    cells: list[OfferCell]
+    live_block: str | None = None
+    """The cluster's live block: a second purchase is refused until it ends."""
+    detail: str | None = None
+
+    def cell(self, size_gpus: int, term_hours: int) -> OfferCell | None:
+        return next(
+            (c for c in self.cells if (c.size_gpus, c.term_hours) == (size_gpus, term_hours)),
+            None,
+        )
+
+
+class Block(msgspec.Struct, frozen=True):
+    """A base load block."""
+
+    id: str
+    cluster: str
+    island: str
+    nodes: int
+    gpus: int
+    rate_per_gpu_hour: Decimal
+    term_hours: Decimal
+    price_usd: Decimal
+    starts_at: datetime
+    ends_at: datetime
+    state: str
+    """live | ended | cancelled | changed"""
+    ended_at: datetime | None
+    billed_until: datetime | None
+    billed_usd: Decimal
+    deposit_usd: Decimal
+    deposit_held_usd: Decimal
+    owed_usd: Decimal
+    owed_by: datetime | None
+    overdue: bool
+    origin: str
+    purchase: str
+    notes: str | None = None
+
+
+class BaseLoad(msgspec.Struct, frozen=True):
+    """A cluster's live block (if any) and its earlier ones, newest first."""
+
+    live: Block | None
+    past: list[Block]
+
+
+class Packing(msgspec.Struct, frozen=True):
+    cluster: str
+    enabled: bool
 
 
 class ClusterCreated(msgspec.Struct, frozen=True):
@@ -482,13 +581,20 @@ class _Tenant(_Market):
     def submit_job(
         self,
         name: str,
-        nodes: int,
+        nodes: int | None = None,
         *,
+        pods: int | None = None,
+        gpus_per_pod: int | None = None,
         priority_class: str | None = None,
         limit_price_per_gpu_hour: Money | None = None,
     ) -> Flow[Job]:
-        """A job of `nodes` whole-node pods: one gang, granted whole or not at all."""
-        body: dict[str, Any] = {"name": name, "nodes": nodes}
+        """A job of `nodes` whole-node pods: one gang, granted whole or not at all. Or of `pods`
+        pods of `gpus_per_pod` GPUs each, under a node's: packed onto the cluster's base load
+        block by GPU count, never bidding (where packing is enabled for the cluster)."""
+        body: dict[str, Any] = {"name": name}
+        for key, value in (("nodes", nodes), ("pods", pods), ("gpus_per_pod", gpus_per_pod)):
+            if value is not None:
+                body[key] = value
         if priority_class is not None:
             body["priority_class"] = priority_class
         if limit_price_per_gpu_hour is not None:
@@ -507,6 +613,24 @@ class _Tenant(_Market):
     def finish_job(self, name: str) -> Flow[Job]:
         """The job is done (or crashed): its nodes go idle, then back to the market."""
         return one(Call("DELETE", f"/api/k8s/jobs/{name}", Job))
+
+    # --- base load ------------------------------------------------------------------------
+
+    @endpoint
+    def base_load_offers(self) -> Flow[Offers]:
+        """The island's posted base load offers, each cell's state now and its deposit."""
+        return one(Call("GET", "/api/base-load/offers", Offers))
+
+    @endpoint
+    def buy_base_load(self, size_gpus: int, term_hours: int) -> Flow[Block]:
+        """Buy a posted cell for this cluster; the block starts at once."""
+        body = {"size_gpus": size_gpus, "term_hours": term_hours}
+        return one(Call("POST", "/api/base-load", Block, body))
+
+    @endpoint
+    def base_load(self) -> Flow[BaseLoad]:
+        """The cluster's live block and its earlier ones."""
+        return one(Call("GET", "/api/base-load", BaseLoad))
 
     # --- money ----------------------------------------------------------------------------
 
@@ -545,6 +669,12 @@ class _Operator(_Market):
         return one(Call("POST", f"/api/admin/accounts/{name}/credit", Account, body))
 
     @endpoint
+    def wire(self, name: str, amount_usd: Money) -> Flow[Account]:
+        """Money received by wire: credit, settling the account's base load receivables."""
+        body = {"amount_usd": to_decimal(amount_usd)}
+        return one(Call("POST", f"/api/admin/accounts/{name}/wires", Account, body))
+
+    @endpoint
     def create_cluster(
         self, account: str, island: str, kind: str, name: str
     ) -> Flow[ClusterCreated]:
@@ -566,6 +696,65 @@ class _Operator(_Market):
                 "reserve_price": _price(reserve_price)}
         given = {k: v for k, v in body.items() if v is not None}
         return one(Call("PUT", f"/api/admin/islands/{island}", Island, given))
+
+    @endpoint
+    def post_offers(
+        self,
+        island: str,
+        cells: Iterable[tuple[int, int, Money | None]],
+        *,
+        buying_open: bool,
+        reservable_nodes: int,
+    ) -> Flow[Offers]:
+        """The island's base load offer grid: (size in GPUs, term in hours, rate per GPU-hour
+        or None) cells, whether tenants may buy them, and the island's reservable nodes."""
+        body = {
+            "buying_open": buying_open,
+            "reservable_nodes": reservable_nodes,
+            "cells": [
+                {"size_gpus": size, "term_hours": term, "rate_per_gpu_hour": _price(rate)}
+                for size, term, rate in cells
+            ],
+        }
+        return one(Call("PUT", f"/api/admin/islands/{island}/base-load-offers", Offers, body))
+
+    @endpoint
+    def set_packing(self, cluster: str, enabled: bool) -> Flow[Packing]:
+        """Let the cluster's jobs smaller than one node be packed onto its block (or not)."""
+        path = f"/api/admin/clusters/{cluster}/base-load/packing"
+        return one(Call("PUT", path, Packing, {"enabled": enabled}))
+
+    @endpoint
+    def create_block(
+        self, cluster: str, nodes: int, rate_per_gpu_hour: Money, term_hours: int
+    ) -> Flow[Block]:
+        """The account team's block: any size, term and rate within the island's cap."""
+        body = {"nodes": nodes, "rate_per_gpu_hour": to_decimal(rate_per_gpu_hour),
+                "term_hours": term_hours}
+        return one(Call("POST", f"/api/admin/clusters/{cluster}/base-load", Block, body))
+
+    @endpoint
+    def change_block(
+        self,
+        block: str,
+        *,
+        rate_per_gpu_hour: Money | None = None,
+        nodes: int | None = None,
+        ends_at: datetime | None = None,
+        notes: str | None = None,
+    ) -> Flow[Block]:
+        """Change a live block: a new rate or size ends it now and answers the new block that
+        carries on from this instant; the end date and notes change in place."""
+        body: dict[str, Any] = {}
+        if rate_per_gpu_hour is not None:
+            body["rate_per_gpu_hour"] = to_decimal(rate_per_gpu_hour)
+        if nodes is not None:
+            body["nodes"] = nodes
+        if ends_at is not None:
+            body["ends_at"] = ends_at.isoformat()
+        if notes is not None:
+            body["notes"] = notes
+        return one(Call("PATCH", f"/api/admin/base-load/{block}", Block, body))
 
     @endpoint
     def ticks(self, count: int = 1, island: str | None = None) -> Flow[TickReport]:

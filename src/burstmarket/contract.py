@@ -19,7 +19,16 @@ from typing import Annotated, Any
 
 import msgspec
 
-from burstmarket.states import BillingKind, BlockState, JobState, Kind, NodeState, PendingReason
+from burstmarket.states import (
+    BillingKind,
+    BlockOrigin,
+    BlockState,
+    JobState,
+    Kind,
+    NodeState,
+    OfferState,
+    PendingReason,
+)
 
 # --- limits (docs/api.md "Limits") ----------------------------------------------------------
 
@@ -34,6 +43,10 @@ MAX_NODE_SPEC_BYTES = 4096
 """An island's node_spec, as JSON (checked after decoding: its size is that of its JSON)."""
 MAX_TICKS = 100_000
 """Manual ticks one request may run."""
+MAX_OFFER_CELLS = 1000
+"""Cells of one island's base load offer grid."""
+MAX_NOTES = 2000
+"""Characters of a base load block's notes."""
 
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
 PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
@@ -75,10 +88,15 @@ class BidChange(Body):
 
 
 class NewJob(Body):
+    """A job of `nodes` whole-node pods, or of `pods` pods of `gpus_per_pod` GPUs each (under
+    the island's gpus_per_node: packed onto the cluster's base load block, never bidding)."""
+
     name: Name
-    nodes: int
+    nodes: int | None = None
     priority_class: PriorityClass | None = None
     limit_price_per_gpu_hour: PriceIn | None = None
+    pods: int | None = None
+    gpus_per_pod: int | None = None
 
 
 class JobChange(Body):
@@ -126,6 +144,61 @@ class NewBlock(Body):
     nodes: int
     rate_per_gpu_hour: PriceIn
     term_hours: int
+
+
+class PostedCell(Body):
+    """A cell of an island's offer grid: a size (whole nodes) for a term, at a rate per GPU-hour
+    (none: posted without a rate, it reads sold out)."""
+
+    size_gpus: int
+    term_hours: int
+    rate_per_gpu_hour: PriceIn | None = None
+
+
+class OfferGrid(Body):
+    """An island's base load offers, as a whole: whether tenants may buy them, the island's
+    reservable inventory (nodes blocks may reserve), and the cells."""
+
+    buying_open: bool
+    reservable_nodes: int
+    cells: Annotated[list[PostedCell], msgspec.Meta(max_length=MAX_OFFER_CELLS)]
+
+
+class NewPurchase(Body):
+    """A posted cell of the cluster's island: a size in GPUs for a term in hours."""
+
+    size_gpus: int
+    term_hours: int
+
+
+class PackingChange(Body):
+    enabled: bool
+
+
+class BlockChange(Body):
+    """A change of a live block. A new rate or size ends the block now and starts another with
+    the new figures; the end date and the notes change in place. A field left out is kept."""
+
+    rate_per_gpu_hour: PriceIn | msgspec.UnsetType = msgspec.UNSET
+    nodes: int | msgspec.UnsetType = msgspec.UNSET
+    ends_at: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=64,
+                description="RFC 3339 (no offset means UTC), later than now",
+                extra_json_schema={"format": "date-time"},
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    notes: Annotated[str, msgspec.Meta(max_length=MAX_NOTES)] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+
+
+class Wire(Body):
+    amount_usd: Annotated[AmountIn, msgspec.Meta(description="USD received, above 0")]
 
 
 class TickRequest(Body):
@@ -191,6 +264,12 @@ class JobView(View):
     node_ids: list[str]
     bid_too_low: bool
     events: list[JobEventView]
+    pods: int | None
+    gpus_per_pod: int | None
+    """Set for a job of pods smaller than one node (its `nodes` is 0)."""
+    reason: str | None
+    """Why a job smaller than one node waits: ReservedTooSmall, ReservedBusy or
+    PackingDisabled (null while it runs)."""
 
 
 class SpendLimitView(View):
@@ -217,6 +296,18 @@ class IslandView(View):
     reserve_price: Price
     node_spec: Any
     base_load_cap: int
+    buying_open: bool
+
+
+class ReceivableView(View):
+    """What a base load purchase still owes by wire."""
+
+    purchase: Annotated[str, msgspec.Meta(description="the block bought")]
+    cluster: str
+    owed_usd: Amount
+    owed_by: Annotated[Time, msgspec.Meta(description="due before this time")]
+    overdue: bool
+    deposit_held_usd: Amount
 
 
 class AccountView(View):
@@ -224,6 +315,11 @@ class AccountView(View):
     balance_usd: Amount
     billing_hold: bool
     clusters: list[str]
+    owed_usd: Amount
+    """Owed by wire for base load purchases, in all."""
+    overdue_usd: Amount
+    """Of it, what is past its due date."""
+    receivables: list[ReceivableView]
 
 
 class ClusterCreatedView(View):
@@ -256,13 +352,70 @@ class BlockView(View):
     nodes: int
     gpus: int
     rate_per_gpu_hour: Price
-    term_hours: int
+    term_hours: Annotated[float, msgspec.Meta(description="from starts_at to ends_at")]
     price_usd: Amount
     starts_at: Time
     ends_at: Time
     state: BlockState
     ended_at: Time | None
     billed_until: Time | None
+    billed_usd: Amount
+    """What the block billed so far (its 5-minute steps, less what a stop gave back)."""
+    deposit_usd: Amount
+    """The security deposit its purchase took (0 when the balance covered the whole price)."""
+    deposit_held_usd: Amount
+    owed_usd: Amount
+    """What its purchase still owes by wire."""
+    owed_by: Time | None
+    """When the wire is due (null when nothing was owed by wire)."""
+    overdue: bool
+    origin: BlockOrigin
+    """`purchase` (bought at a posted cell) or `account-team` (made by the operator)."""
+    purchase: str
+    """The block whose deposit and receivable it carries: itself, or the block a change of
+    rate or size continued."""
+    notes: str | None
+
+
+class BlocksView(View):
+    """A cluster's base load: its live block, and the earlier ones, newest first."""
+
+    live: BlockView | None
+    past: list[BlockView]
+
+
+class OfferCell(View):
+    size_gpus: int
+    nodes: int
+    term_hours: int
+    rate_per_gpu_hour: Price | None
+    price_usd: Amount | None
+    """The whole block's price: rate × GPUs × term hours."""
+    deposit_usd: Amount | None
+    """The security deposit it would take from this account (0: the balance covers it)."""
+    state: OfferState
+    until: Time | None
+    """For a size that does not fit now: when enough earlier blocks lapse for it to fit."""
+
+
+class OffersView(View):
+    """An island's base load offer grid as a cluster may buy it now."""
+
+    island: str
+    gpus_per_node: int
+    buying_open: bool
+    reservable_nodes: int
+    reserved_nodes: int
+    cells: list[OfferCell]
+    live_block: str | None
+    """The cluster's live block (a second one is refused one-per-cluster)."""
+    detail: str | None
+    """Said when buying is closed on the island."""
+
+
+class PackingView(View):
+    cluster: str
+    enabled: bool
 
 
 class TickStats(View):

@@ -7,6 +7,10 @@
     ├── SpendLimit       402 spend-limit      the worst case does not fit the dollar limit
     ├── BillingHold      402 billing-hold     the account's balance is at or below zero
     ├── OnePerCluster    409 one-per-cluster  a second live block for one cluster
+    ├── SoldOut          409 sold-out         a base load cell with no rate, or not fitting now
+    ├── NotAvailable     409 not-available    more than the island's reservable inventory
+    ├── BuyingClosed     409 buying-closed    buying base load is not open on the island
+    ├── InsufficientBalance 402 insufficient-balance  the balance does not cover the deposit
     ├── Unauthorized     401 unauthorized     no or unknown token
     ├── Forbidden        403 forbidden        a token acting outside its own cluster
     ├── NotFound         404 not-found
@@ -93,6 +97,26 @@ class BillingHold(MarketError):
 class OnePerCluster(MarketError):
     code = "one-per-cluster"
     status = 409
+
+
+class SoldOut(MarketError):
+    code = "sold-out"
+    status = 409
+
+
+class NotAvailable(MarketError):
+    code = "not-available"
+    status = 409
+
+
+class BuyingClosed(MarketError):
+    code = "buying-closed"
+    status = 409
+
+
+class InsufficientBalance(MarketError):
+    code = "insufficient-balance"
+    status = 402
 
 
 class Unauthorized(MarketError):

@@ -11,8 +11,13 @@ from typing import Literal
 Kind = Literal["vm", "k8s"]
 """A cluster's kind: VM capacity or a Kubernetes cluster."""
 JobState = Literal["pending", "running", "finished"]
-BlockState = Literal["live", "ended", "cancelled"]
-"""A base load block's: in its term, past it, or cancelled (docs/market.md "Base load")."""
+BlockState = Literal["live", "ended", "cancelled", "changed"]
+"""A base load block's: in its term, past it, cancelled, or ended by a change of rate or size
+that a new block continues (docs/market.md "Base load")."""
+BlockOrigin = Literal["purchase", "account-team"]
+"""How a block came to be: bought at a posted cell, or made by the operator directly."""
+OfferState = Literal["available", "sold-out", "not-available"]
+"""A base load offer cell's, as a tenant reads it (docs/market.md "Posted offers")."""
 OutOfService = Literal["cordoned", "dark"]
 """Why a node is out of service, as the operator set it (docs/market.md "Nodes out of service")."""
 NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
@@ -22,10 +27,21 @@ PendingReason = Literal["spend-limit", "billing-hold"]
 BillingKind = Literal["market", "base_load"]
 """A billing row's: bought in the market or a base load block."""
 LedgerKind = Literal[
-    "deposit", "charge", "refund", "hold", "base_load", "commitment", "release"
+    "deposit",
+    "charge",
+    "refund",
+    "hold",
+    "base_load",
+    "commitment",
+    "release",
+    "security_deposit",
+    "deposit_return",
+    "receivable",
+    "wire",
 ]
-"""A ledger row's (docs/market.md "Billing", "Spend guard"): money in, billed time, and the
-spend guard's commitments and their releases."""
+"""A ledger row's (docs/market.md "Billing", "Spend guard", "Buying"): money in, billed time,
+the spend guard's commitments and their releases, and a base load purchase's deposit, its
+return, its receivable and the wires that settle it."""
 AllocationKind = Literal["market", "protected", "base_load"]
 """How a cluster holds a node at a tick: won or kept in the auction, under an open window or
 owed, or by its base load block."""

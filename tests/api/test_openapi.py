@@ -68,7 +68,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 29
+    assert len(operations) == 36
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -210,13 +210,37 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
             node = f"/api/admin/islands/docs/nodes/{nodes[0]['id']}"
             for action in ("cordon", "dark", "uncordon"):
                 await call("POST", f"{node}/{action}", headers=OPERATOR)
+            # base load: the grid, a purchase, a change, a wire, a job smaller than a node
+            grid = {"buying_open": True, "reservable_nodes": 2,
+                    "cells": [{"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 2}]}
+            await call("PUT", "/api/admin/islands/docs/base-load-offers", json=grid,
+                       headers=OPERATOR)
+            await call("PUT", "/api/admin/clusters/docs-k8s/base-load/packing",
+                       json={"enabled": True}, headers=OPERATOR)
+            await call("GET", "/api/base-load/offers", headers=k8s)
+            bought = await call("POST", "/api/base-load", 201, headers=k8s,
+                                json={"size_gpus": 8, "term_hours": 1})
+            await call("PATCH", f"/api/admin/base-load/{bought['id']}", headers=OPERATOR,
+                       json={"rate_per_gpu_hour": 2.5, "notes": "docs"})
+            await call("GET", "/api/base-load", headers=k8s)
+            await call("POST", "/api/admin/accounts/docs-acct/wires", json={"amount_usd": 10},
+                       headers=OPERATOR)
+            small = {"name": "eval", "pods": 2, "gpus_per_pod": 2}
+            await call("POST", "/api/k8s/jobs", 201, json=small, headers=k8s)
+            # the account team's block, for another cluster
+            await call("POST", "/api/admin/clusters", 201, headers=OPERATOR, json={
+                "account": "spare", "island": "docs", "kind": "k8s", "name": "spare-k8s"})
             block = {"nodes": 1, "rate_per_gpu_hour": 1.5, "term_hours": 1}
             blocks = "/api/admin/clusters/docs-k8s/base-load"
-            await call("POST", blocks, 201, json=block, headers=OPERATOR)
+            await call("POST", "/api/admin/clusters/spare-k8s/base-load", 201, json=block,
+                       headers=OPERATOR)
             await call("GET", blocks, headers=OPERATOR)
             await call("DELETE", "/api/k8s/jobs/train", headers=k8s)
             # refusals, each under its status
             await call("POST", blocks, 409, json=block, headers=OPERATOR)  # one-per-cluster
+            await call("POST", "/api/base-load", 409, headers=k8s,
+                       json={"size_gpus": 8, "term_hours": 1})  # one-per-cluster
+            await call("GET", "/api/base-load", 403, headers=vm)  # Kubernetes clusters only
             await call("PUT", "/api/vm/capacity", 422, headers=vm,
                        json={"max_gpus": 3, "max_price_per_gpu_hour": 2})  # off-grid
             await call("PUT", "/api/k8s/bid", 409, headers=k8s,

@@ -128,8 +128,9 @@ def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: Sta
     assert arun(lambda: typed_usage.vwap(server.url, server.token, "win")) == Decimal(1)
 
 
-def readme_example() -> str:
-    section = README.read_text().split("## Tenant client", 1)[1].split("\n## ", 1)[0]
+def readme_example(heading: str = "## Tenant client") -> str:
+    """The one Python example under `heading` in the README (up to the next `## ` section)."""
+    section = README.read_text().split(heading, 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
     return code
 
@@ -244,3 +245,50 @@ def test_the_client_types_pass_mypy_strict_in_code_that_uses_them(tmp_path: Path
     caught = mypy(misuse).stdout
     assert 'expression has type "Decimal", variable has type "float"' in caught, caught
     assert 'has no attribute "held_gpus"' in caught, caught  # a coroutine, not awaited
+
+
+@pytest.mark.e2e
+def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's tenant flow as written (read the offers, buy, submit a job smaller than a
+    node, read the block), then the operator's side through the client: a change of rate, a
+    wire, the account team's direct block."""
+    with SyncOperatorClient(server.url, server.token) as op:
+        # under the month's 17,280 USD: a deposit of 10,000 USD, the rest owed by wire
+        op.create_account("acct", 12_000)
+        me = op.create_cluster("acct", "ref", "k8s", "kube").token
+        grid = op.post_offers(
+            "ref", [(16, 720, "1.5"), (8, 24, None)], buying_open=True, reservable_nodes=4
+        )
+        assert [(c.size_gpus, c.state, c.deposit_usd) for c in grid.cells] == [
+            (8, "sold-out", None), (16, "available", None)]
+        assert op.set_packing("kube", True).enabled
+        exec(readme_example("### Base load").replace("http://127.0.0.1:8000", server.url).replace(
+            "<cluster token>", me), {})
+        printed = capsys.readouterr().out.splitlines()
+        assert printed[:2] == ["8 24 None sold-out None", "16 720 1.5 available None"]
+        bought = "kube-bl1: 17280.0 USD, deposit 10000.0 USD, 7280.0 USD by wire by "
+        assert printed[2].startswith(bought)
+        op.ticks(1)
+        with SyncTenantClient(server.url, me) as tenant:
+            job = tenant.job("eval-1")
+            assert (job.state, job.pods, job.gpus_per_pod, len(job.node_ids)) == (
+                "running", 2, 2, 1)
+            block = tenant.base_load().live
+            assert block is not None
+            assert (block.id, block.gpus, block.deposit_held_usd, block.owed_usd) == (
+                "kube-bl1", 16, Decimal(10_000), Decimal(7280))
+            assert tenant.base_load_offers().live_block == "kube-bl1"
+        account = op.wire("acct", 7280)  # paid in full: the deposit comes back
+        assert (account.owed_usd, account.receivables) == (Decimal(0), [])
+        # paid in, 12,000 + 7,280 USD, less the block's first 5-minute step: 16 x 1.5 x 5 min
+        assert account.balance_usd == 12_000 + 7280 - 2
+        changed = op.change_block("kube-bl1", rate_per_gpu_hour="1.25", notes="renegotiated")
+        assert (changed.id, changed.purchase, changed.rate_per_gpu_hour, changed.notes) == (
+            "kube-bl2", "kube-bl1", Decimal("1.25"), "renegotiated")
+        other = op.create_cluster("acct", "ref", "k8s", "other")
+        assert other.id == "other"
+        direct = op.create_block("other", 1, "0.5", 2)
+        assert (direct.origin, direct.nodes, direct.rate_per_gpu_hour) == (
+            "account-team", 1, Decimal("0.5"))

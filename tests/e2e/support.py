@@ -87,6 +87,50 @@ def read_job(server: Server, auth: dict[str, str], name: str) -> Any:
     return ok(server.client.get(f"/api/k8s/jobs/{name}", headers=auth))
 
 
+def post_offers(
+    server: Server,
+    island: str,
+    cells: list[tuple[int, int, float | None]],
+    reservable_nodes: int,
+    buying_open: bool = True,
+) -> Any:
+    """The island's base load offer grid: (size in GPUs, term in hours, rate or None) cells."""
+    body = {
+        "buying_open": buying_open,
+        "reservable_nodes": reservable_nodes,
+        "cells": [
+            {"size_gpus": size, "term_hours": term, "rate_per_gpu_hour": rate}
+            for size, term, rate in cells
+        ],
+    }
+    path = f"/api/admin/islands/{island}/base-load-offers"
+    return ok(server.client.put(path, json=body, headers=server.operator()))
+
+
+def buy(server: Server, auth: dict[str, str], size_gpus: int, term_hours: int) -> httpx.Response:
+    body = {"size_gpus": size_gpus, "term_hours": term_hours}
+    return server.client.post("/api/base-load", json=body, headers=auth)
+
+
+def base_load(server: Server, auth: dict[str, str]) -> Any:
+    return ok(server.client.get("/api/base-load", headers=auth))
+
+
+def account(server: Server, name: str) -> Any:
+    return ok(server.client.get(f"/api/admin/accounts/{name}", headers=server.operator()))
+
+
+def refused(server: Server, response: httpx.Response, status: int, code: str, since: int) -> Any:
+    """`response` is the refusal `code` with `status`, and the log has exactly one line for it
+    since the `since`-th REFUSED line."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error"] == code, body
+    lines = [line for line in server.refused_lines()[since:] if f"reason={code} " in line]
+    assert len(lines) == 1, lines
+    return body
+
+
 class Scrape:
     """One scrape of `GET /metrics`, parsed by the client library's own parser."""
 

@@ -5,7 +5,7 @@ into the market under a fresh window at the end. 5-minute ticks."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -187,3 +187,115 @@ def test_block_placement_follows_priority_class_and_a_large_job_bids_for_the_res
     states = _nodes(server, "prio")
     assert sorted(states[n]["state"] for n in big["node_ids"]) == ["base_load", "held", "held"]
     assert stats["gpus"] == 16  # only the market part is in the statistics
+
+
+def test_block_work_needs_no_balance_during_a_billing_hold(shared_server: Server) -> None:
+    """An account at or below zero loses its market capacity, but its live block still runs its
+    jobs: a job the block can hold is accepted and placed on it; only a job larger than the
+    block, whose rest would bid on the market, is refused billing-hold."""
+    server = shared_server
+    make_island(server, "hold", nodes=4, reserve=1.0)
+    _cap(server, "hold", 2)
+    make_account(server, "hold-acct", balance=50)
+    k = make_cluster(server, "hold-acct", "hold", "k8s", "hold-k")
+    ok(_block(server, "hold-k", 2, 2.0, 4), 201)
+    tick(server, island="hold")
+    body = {"amount_usd": -100}
+    path = "/api/admin/accounts/hold-acct/credit"
+    assert ok(server.client.post(path, json=body, headers=server.operator()))["billing_hold"]
+
+    ok(server.client.post("/api/k8s/jobs", json={"name": "fits", "nodes": 2}, headers=k), 201)
+    tick(server, island="hold")
+    job = ok(server.client.get("/api/k8s/jobs/fits", headers=k))
+    assert job["state"] == "running"
+    assert sorted(_nodes(server, "hold")[n]["state"] for n in job["node_ids"]) == [
+        "base_load", "base_load"]
+    before = len(server.refused_lines())
+    beyond = server.client.post("/api/k8s/jobs", json={"name": "big", "nodes": 3}, headers=k)
+    assert beyond.status_code == 402
+    assert beyond.json()["error"] == "billing-hold"
+    assert [line for line in server.refused_lines()[before:] if "billing-hold" in line] != []
+
+
+def test_a_step_down_with_no_price_bills_the_lowest_clearing_rate_until_its_window_closes(
+    shared_server: Server,
+) -> None:
+    """At the end of the term two VM bids (5 and 4) hold the two market nodes over a 2-node
+    gang at 3: the core prices them 3.5 and 2.5. The block's node, running a job with no price,
+    steps down locked at the lowest of those, 2.5, and bills exactly that each tick of its
+    window: even when the gang leaves and the auction would ask it for the reserve."""
+    server = shared_server
+    make_island(server, "lock", nodes=3, reserve=1.0)
+    _cap(server, "lock", 1)
+    make_account(server, "lock-acct", balance=10_000)
+    k = make_cluster(server, "lock-acct", "lock", "k8s", "lock-k")
+    a = make_cluster(server, "lock-acct", "lock", "vm", "lock-a")
+    b = make_cluster(server, "lock-acct", "lock", "vm", "lock-b")
+    gang = make_cluster(server, "lock-acct", "lock", "k8s", "lock-gang")
+    ok(_block(server, "lock-k", 1, 2.0, 2), 201)
+    ok(server.client.post("/api/k8s/jobs", json={"name": "steady", "nodes": 1}, headers=k), 201)
+    ok(declare(server, a, 8, 5))
+    ok(declare(server, b, 8, 4))
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=gang))
+    ok(server.client.post("/api/k8s/jobs", json={"name": "pair", "nodes": 2}, headers=gang), 201)
+    tick(server, count=23, island="lock")  # the term's last step; the VM windows lapsed
+    stats = tick(server, island="lock")  # the end of the term
+    (node,) = ok(server.client.get("/api/k8s/jobs/steady", headers=k))["node_ids"]
+    stepped = _nodes(server, "lock")[node]
+    assert (stepped["state"], stepped["locked_price"]) == ("held", 2.5)
+    assert (stats["min"], stats["max"]) == (2.5, 3.5)
+
+    def billed(stats: Any) -> int:
+        """What the block's cluster was billed in the market for the tick's interval."""
+        start = datetime.fromisoformat(stats["time"])
+        params = {"granularity": "5m", "start": start.isoformat(),
+                  "end": (start + timedelta(minutes=5)).isoformat()}
+        rows = ok(server.client.get("/api/billing", params=params, headers=k))
+        return sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
+
+    interval_at = 8 * 300_000  # GPUs x ms: one 5-minute tick of one node
+    assert billed(stats) == 2_500_000 * interval_at
+    # the gang leaves: the auction prices the VM nodes at the reserve now, but the stepped-down
+    # node bills its lock until its window closes
+    ok(server.client.delete("/api/k8s/jobs/pair", headers=gang))
+    for _ in range(3):
+        stats = tick(server, island="lock")
+        assert (stats["min"], stats["max"]) == (1.0, 2.5)
+        assert billed(stats) == 2_500_000 * interval_at
+
+
+def test_a_step_down_whose_declared_price_can_never_clear_locks_the_lowest_clearing_rate(
+    shared_server: Server,
+) -> None:
+    """The cluster declared 1.2, then the operator raised the reserve to 2.0: a price too low to
+    ever clear. At the end of the term the block's node is locked at the lowest rate the market
+    clears at in that tick (two VM bids of 5 and 4 for one node: 4), never at the declared
+    1.2 nor at the reserve, and bills that lock."""
+    server = shared_server
+    make_island(server, "under", nodes=2, reserve=1.0)
+    _cap(server, "under", 1)
+    make_account(server, "under-acct", balance=10_000)
+    k = make_cluster(server, "under-acct", "under", "k8s", "under-k")
+    a = make_cluster(server, "under-acct", "under", "vm", "under-a")
+    b = make_cluster(server, "under-acct", "under", "vm", "under-b")
+    ok(server.client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 1.2}, headers=k))
+    ok(_block(server, "under-k", 1, 2.0, 2), 201)
+    ok(server.client.post("/api/k8s/jobs", json={"name": "steady", "nodes": 1}, headers=k), 201)
+    ok(declare(server, a, 8, 5))
+    ok(declare(server, b, 8, 4))
+    tick(server, island="under")
+    body = {"reserve_price": 2.0}
+    ok(server.client.put("/api/admin/islands/under", json=body, headers=server.operator()))
+    tick(server, count=22, island="under")  # the term's last step; the VM window lapsed
+    stats = tick(server, island="under")  # the end of the term
+    (node,) = ok(server.client.get("/api/k8s/jobs/steady", headers=k))["node_ids"]
+    stepped = _nodes(server, "under")[node]
+    assert (stepped["state"], stepped["cluster"], stepped["locked_price"]) == (
+        "held", "under-k", 4.0)
+    assert (stats["min"], stats["max"], stats["reserve_price"]) == (4.0, 4.0, 2.0)
+    start = datetime.fromisoformat(stats["time"])
+    params = {"granularity": "5m", "start": start.isoformat(),
+              "end": (start + timedelta(minutes=5)).isoformat()}
+    rows = ok(server.client.get("/api/billing", params=params, headers=k))
+    market = sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
+    assert market == 4_000_000 * 8 * 300_000  # the lock x 8 GPUs x the tick's 5 minutes

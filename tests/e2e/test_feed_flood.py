@@ -158,6 +158,7 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
     assert ticks_attack > 0.25 * ticks_calm, (ticks_calm, ticks_attack)
     assert gap_after < 1.0
     assert ticks_after > 0.5 * ticks_calm, (ticks_calm, ticks_after)
-    # nothing left running for the clients that left
-    assert after_cpu_rate < calm_cpu_rate + 0.25, (calm_cpu_rate, after_cpu_rate)
+    # nothing left running for the clients that left: work left behind for them would hold a
+    # core; a host busy with other work moved this by up to 0.36 (0.63 after, 0.27 calm)
+    assert after_cpu_rate < calm_cpu_rate + 0.5, (calm_cpu_rate, after_cpu_rate)
     assert "Traceback" not in server.log()

@@ -35,7 +35,19 @@ def market(shared_server: Server) -> dict[str, Any]:
     make_cluster(server, "rich", "block-island", "k8s", "r-block")
     path = "/api/admin/clusters/r-block/base-load"
     ok(server.client.post(path, json=BLOCK, headers=operator), 201)
-    return {"vm": vm, "other": other, "k8s": k8s, "poor": poor, "limited": limited}
+    # base load offers: 1 node reservable, a cell with no rate; an island not open for buying
+    make_island(server, "shop-island", nodes=2, reserve=2.0)
+    cells = [{"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 3},
+             {"size_gpus": 8, "term_hours": 2},
+             {"size_gpus": 16, "term_hours": 1, "rate_per_gpu_hour": 3}]
+    grid = {"buying_open": True, "reservable_nodes": 1, "cells": cells}
+    path = "/api/admin/islands/shop-island/base-load-offers"
+    ok(server.client.put(path, json=grid, headers=operator))
+    shopper = make_cluster(server, "broke", "shop-island", "k8s", "r-shopper")
+    make_island(server, "closed-island", nodes=1, reserve=2.0)
+    closed = make_cluster(server, "rich", "closed-island", "k8s", "r-closed")
+    return {"vm": vm, "other": other, "k8s": k8s, "poor": poor, "limited": limited,
+            "shopper": shopper, "closed": closed}
 
 
 BLOCK = {"nodes": 1, "rate_per_gpu_hour": 3.0, "term_hours": 1}
@@ -203,12 +215,21 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
          {}, None, 422, "invalid"),
         ("GET", "/api/billing?end=0001-01-02", vm, None, 422, "invalid"),
         ("POST", "/api/admin/clusters/r-block/base-load", operator, BLOCK, 409, "one-per-cluster"),
+        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 16, "term_hours": 1}, 409,
+         "not-available"),
+        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 8, "term_hours": 2}, 409,
+         "sold-out"),
+        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 8, "term_hours": 1}, 402,
+         "insufficient-balance"),
+        ("POST", "/api/base-load", m["closed"], {"size_gpus": 8, "term_hours": 1}, 409,
+         "buying-closed"),
     ]
 
 
 def test_the_cases_cover_every_refusal_code() -> None:
     every = {cls.code for cls in _subclasses(MarketError)}
-    cases = {case[-1] for case in _cases(dict.fromkeys(("vm", "k8s", "limited", "poor")), {})}
+    clusters = dict.fromkeys(("vm", "k8s", "limited", "poor", "shopper", "closed"))
+    cases = {case[-1] for case in _cases(clusters, {})}
     # each needs a server of its own: manual-clock-only a real clock (below), rate-limited a
     # low limit, store-unavailable a fault (tests/e2e/test_hostile.py)
     assert every - cases == {"manual-clock-only", "rate-limited", "store-unavailable"}

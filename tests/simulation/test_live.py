@@ -47,6 +47,19 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
         lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs", server
     )
     assert {job["state"] for job in jobs} <= {"pending", "running", "finished"}
+    # one tenant buys a base load block on its own and runs jobs smaller than a node on it
+    base = bearer(next(token for name, token in tokens.items() if name.endswith("-base-k8s")))
+    block = eventually(
+        lambda: ok(server.client.get("/api/base-load", headers=base))["live"], "a block", server
+    )
+    assert (block["origin"], block["gpus"]) == ("purchase", 16)
+
+    def small_running() -> list[Any]:
+        jobs = ok(server.client.get("/api/k8s/jobs", headers=base))
+        return [j for j in jobs if j["gpus_per_pod"] is not None and j["state"] == "running"]
+
+    running = eventually(small_running, "a job smaller than a node running on the block", server)
+    assert all(j["pods"] * j["gpus_per_pod"] <= 8 and len(j["node_ids"]) == 1 for j in running)
     # the operator endpoints stay closed to anyone without the process's own token
     refused = server.client.post("/api/admin/ticks", json={"count": 1})
     assert refused.status_code in (401, 403)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio.to_thread
 import msgspec
-from litestar import Router, get, post, put
+from litestar import Router, get, patch, post, put
 from litestar.params import FromPath, JSONBody
 
 from burstmarket.api.auth import Tokens
@@ -17,10 +17,11 @@ from burstmarket.api.bodies import amount, node_spec, optional_price, price
 from burstmarket.api.dependencies import Deps
 from burstmarket.api.threads import threaded
 from burstmarket.apidoc import MARKET_DATA, SECURITY, refusals
-from burstmarket.clock import ManualClock
+from burstmarket.clock import NS_PER_MS, ManualClock, from_datetime, parse_time
 from burstmarket.contract import (
     MAX_TICKS,
     AccountView,
+    BlockChange,
     BlockView,
     ClusterCreatedView,
     Credit,
@@ -30,8 +31,13 @@ from burstmarket.contract import (
     NewBlock,
     NewCluster,
     NodeView,
+    OfferGrid,
+    OffersView,
+    PackingChange,
+    PackingView,
     TickRequest,
     TicksRun,
+    Wire,
 )
 from burstmarket.errors import (
     Conflict,
@@ -74,6 +80,14 @@ def get_account(deps: Deps, name: FromPath[str]) -> AccountView:
 def post_credit(deps: Deps, name: FromPath[str], data: JSONBody[Credit]) -> AccountView:
     """Add credit (negative corrects it): a new ledger row, never an edit."""
     return deps.operator.credit(name, amount("amount_usd", data.amount_usd))
+
+
+@post("/accounts/{name:str}/wires", status_code=200, responses=refusals(*WITH_BODY, NotFound))
+@threaded
+def post_wire(deps: Deps, name: FromPath[str], data: JSONBody[Wire]) -> AccountView:
+    """Money received by wire: credit, applied to the account's base load receivables (the
+    earliest due first); one paid in full gives its security deposit back."""
+    return deps.operator.wire(name, amount("amount_usd", data.amount_usd))
 
 
 @post("/clusters", status_code=201, responses=refusals(*WITH_BODY, NotFound, Conflict))
@@ -150,10 +164,62 @@ def post_uncordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) 
 )
 @threaded
 def post_base_load(deps: Deps, cluster_id: FromPath[str], data: JSONBody[NewBlock]) -> BlockView:
-    """A base load block for a Kubernetes cluster: one live block per cluster
-    (`one-per-cluster`), within the island's `base_load_cap`."""
+    """The account team's tool: a base load block for a Kubernetes cluster at any size, term
+    and rate within the island's `base_load_cap`, with no posted offer, reserve or funds asked
+    (tenants buy posted cells with `POST /api/base-load`). One live block per cluster
+    (`one-per-cluster`)."""
     rate = price("rate_per_gpu_hour", data.rate_per_gpu_hour)
     return deps.operator.base_load.create(cluster_id, data.nodes, rate, data.term_hours)
+
+
+@patch("/base-load/{block_id:str}", responses=refusals(*WITH_BODY, NotFound, Conflict))
+@threaded
+def patch_base_load(deps: Deps, block_id: FromPath[str], data: JSONBody[BlockChange]) -> BlockView:
+    """Change a live block (the account team): a new rate or size ends it now and starts a new
+    block with the new figures, billed exactly on both sides of the instant (the answer is the
+    new block); the end date and the notes change in place."""
+    ends_at = None
+    if data.ends_at is not msgspec.UNSET:
+        ns = from_datetime(parse_time("ends_at", data.ends_at))
+        ends_at = ns - ns % NS_PER_MS
+    return deps.operator.base_load.change(
+        block_id,
+        None
+        if data.rate_per_gpu_hour is msgspec.UNSET
+        else price("rate_per_gpu_hour", data.rate_per_gpu_hour),
+        None if data.nodes is msgspec.UNSET else data.nodes,
+        ends_at,
+        None if data.notes is msgspec.UNSET else data.notes,
+        data.notes is not msgspec.UNSET,
+    )
+
+
+@put("/clusters/{cluster_id:str}/base-load/packing", responses=refusals(*WITH_BODY, NotFound))
+@threaded
+def put_packing(
+    deps: Deps, cluster_id: FromPath[str], data: JSONBody[PackingChange]
+) -> PackingView:
+    """Enable (or disable) packing the cluster's jobs smaller than one node onto its block."""
+    return deps.operator.base_load.set_packing(cluster_id, data.enabled)
+
+
+@put("/islands/{island_id:str}/base-load-offers", responses=refusals(*WITH_BODY, NotFound))
+@threaded
+def put_offers(deps: Deps, island_id: FromPath[str], data: JSONBody[OfferGrid]) -> OffersView:
+    """Post the island's base load offer grid, as a whole: whether tenants may buy, the
+    reservable inventory (the island's `base_load_cap`) and the cells (a cell without a rate
+    reads sold out). Answers the grid with each cell's state now."""
+    cells = [
+        (
+            cell.size_gpus,
+            cell.term_hours,
+            optional_price(f"cells[{i}].rate_per_gpu_hour", cell.rate_per_gpu_hour),
+        )
+        for i, cell in enumerate(data.cells)
+    ]
+    return deps.operator.base_load.post_offers(
+        island_id, data.buying_open, data.reservable_nodes, cells
+    )
 
 
 @get("/clusters/{cluster_id:str}/base-load", responses=refusals(*SIGNED, NotFound))
@@ -199,6 +265,7 @@ def admin_router(tokens: Tokens) -> Router:
             post_account,
             get_account,
             post_credit,
+            post_wire,
             post_cluster,
             put_island,
             get_nodes,
@@ -207,6 +274,9 @@ def admin_router(tokens: Tokens) -> Router:
             post_uncordon,
             post_base_load,
             get_base_load,
+            patch_base_load,
+            put_packing,
+            put_offers,
             post_ticks,
         ],
         guards=[tokens.operator],

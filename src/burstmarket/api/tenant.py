@@ -1,4 +1,5 @@
-"""Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, spend limit, billing.
+"""Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, base load, spend limit,
+billing.
 
 One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed `me`,
 its cluster and the market's tenant face. Handlers are sync and run in a worker thread: every
@@ -27,23 +28,32 @@ from burstmarket.contract import (
     BidChange,
     BidView,
     BillingRowView,
+    BlocksView,
+    BlockView,
     CapacityDeclaration,
     CapacityView,
     JobChange,
     JobView,
     NewJob,
+    NewPurchase,
+    OffersView,
     SpendLimitChange,
     SpendLimitView,
 )
 from burstmarket.errors import (
     BidTooLow,
     BillingHold,
+    BuyingClosed,
     Conflict,
     Forbidden,
+    InsufficientBalance,
     Invalid,
+    NotAvailable,
     NotFound,
     OffGrid,
+    OnePerCluster,
     RateLimited,
+    SoldOut,
     SpendLimit,
     StoreUnavailable,
     TooLarge,
@@ -103,13 +113,16 @@ def put_bid(me: Me, data: JSONBody[BidChange]) -> BidView:
 )
 @threaded
 def post_job(me: Me, data: JSONBody[NewJob]) -> JobView:
-    """A job of whole nodes, placed as one gang."""
+    """A job of `nodes` whole nodes, placed as one gang; or of `pods` pods of `gpus_per_pod`
+    GPUs under a node's, packed onto the cluster's base load block (never bidding)."""
     return me.tenant.create_job(
         me.cluster,
         data.name,
         data.nodes,
         data.priority_class,
         optional_price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour),
+        data.pods,
+        data.gpus_per_pod,
     )
 
 
@@ -151,6 +164,36 @@ def patch_job(me: Me, job: FromPath[str], data: JSONBody[JobChange]) -> JobView:
 def delete_job(me: Me, job: FromPath[str]) -> JobView:
     """The job finished: its nodes stay with the cluster, idle."""
     return me.tenant.finish_job(me.cluster, job)
+
+
+@get("/base-load/offers", responses=refusals(*SIGNED))
+@threaded
+def get_offers(me: Me) -> OffersView:
+    """The island's posted base load offers, each cell's state now and the deposit it would
+    take from this account."""
+    return me.tenant.base_load.offers(me.cluster)
+
+
+@post(
+    "/base-load",
+    status_code=201,
+    responses=refusals(
+        *WITH_BODY, OnePerCluster, SoldOut, NotAvailable, BuyingClosed, InsufficientBalance
+    ),
+)
+@threaded
+def post_purchase(me: Me, data: JSONBody[NewPurchase]) -> BlockView:
+    """Buy a posted cell for this cluster: the block starts at once. The balance covers the
+    whole price, or a security deposit (the price up to 10,000 USD) is taken from it and the
+    rest is owed by wire by the next business day."""
+    return me.tenant.base_load.buy(me.cluster, data.size_gpus, data.term_hours)
+
+
+@get("/base-load", responses=refusals(*SIGNED))
+@threaded
+def get_blocks(me: Me) -> BlocksView:
+    """The cluster's live base load block and its earlier ones."""
+    return me.tenant.base_load.blocks_of(me.cluster)
 
 
 @get("/spend-limit", responses=refusals(*SIGNED))
@@ -216,6 +259,9 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
             get_job,
             patch_job,
             delete_job,
+            get_offers,
+            post_purchase,
+            get_blocks,
             get_spend_limit,
             put_spend_limit,
             get_billing,

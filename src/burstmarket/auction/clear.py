@@ -7,6 +7,7 @@ reserve: a unit of k nodes at price p is worth (p − r)·k·g.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from math import isqrt
 
 import numpy as np
@@ -16,7 +17,15 @@ from burstmarket.auction import kernels
 from burstmarket.auction.allocation import optima
 from burstmarket.auction.core import CorePayments, Winner, core_payments
 from burstmarket.auction.knapsack import Table
-from burstmarket.auction.types import Clearing, ClusterClearing, IslandInput, Rung, Stats, Unit
+from burstmarket.auction.types import (
+    Clearing,
+    ClusterClearing,
+    IslandInput,
+    Protected,
+    Rung,
+    Stats,
+    Unit,
+)
 from burstmarket.money import PRICE_STEP, round_div
 
 Ints = npt.NDArray[np.int64]
@@ -212,6 +221,26 @@ def _block(groups: int, length: int) -> int:
     """Suffix tables kept every this many groups: all of them within the budget, else every
     √n-th (one more pass over the items, memory O(√n·length))."""
     return 1 if (groups + 1) * length * 8 <= _TABLE_BUDGET else max(1, isqrt(groups))
+
+
+def with_fixed(clearing: Clearing, fixed: Sequence[Protected], gpus_per_node: int) -> Clearing:
+    """`clearing` with nodes held at a fixed price besides it: never contestable and never
+    displacing anyone, each pays exactly its `locked_price` (a block's nodes stepping down under
+    their window, docs/market.md "Base load"). They count as protected nodes of their cluster,
+    in its rate and in the statistics."""
+    if not fixed:
+        return clearing
+    clusters = dict(clearing.clusters)
+    for hold in fixed:
+        held = clusters.get(hold.cluster, ClusterClearing(0, 0, 0, 0, 0, 0))
+        clusters[hold.cluster] = replace(
+            held,
+            protected_nodes=held.protected_nodes + hold.nodes,
+            gpus=held.gpus + hold.nodes * gpus_per_node,
+            protected=held.protected + hold.locked_price * hold.nodes * gpus_per_node,
+        )
+    clusters = dict(sorted(clusters.items()))
+    return replace(clearing, clusters=clusters, stats=_stats(clusters))
 
 
 def _stats(clusters: dict[str, ClusterClearing]) -> Stats:

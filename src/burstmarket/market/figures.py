@@ -42,7 +42,8 @@ class Figures:
         self._rates: dict[str, dict[str, int]] = {}
         for row in fetch(cur, "last_rates"):
             self._rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
-        self._balances = {row["account"]: int(row["units"]) for row in fetch(cur, "balances")}
+        balances = fetch(cur, "balances", kinds=list(BALANCE))
+        self._balances = {row["account"]: int(row["units"]) for row in balances}
         self._tokens = {row["token_hash"]: row["id"] for row in fetch(cur, "cluster_tokens")}
         self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
 

@@ -4,9 +4,16 @@ Positive units are owed by the account. `deposit` rows (credits) are negative; `
 rate × GPUs × tick length, and held time since the last billed moment), `refund` (a scale-down or
 operator cordon inside a billed interval, negative), `hold` (a Kubernetes node's minimum hold or
 5-minute increment) and `base_load` (a base load block's 5-minute step, or its negative rest
-when the block is cancelled) are billed;
+when the block is cancelled, changed or shortened) are billed;
 `commitment` and `release` are the spend guard's worst-case record, never billed and never in
 the balance.
+
+A base load purchase the balance does not cover whole (docs/market.md "Buying"): a
+`security_deposit` (positive) takes the deposit from the balance and a `receivable` (positive)
+records what is owed by wire; a `wire` (negative) is credit that arrived by wire, settling the
+receivable; `deposit_return` (negative) gives the deposit back to the balance once the
+receivable is paid or the block stops; a negative `receivable` closes what was unpaid when a
+cancellation stopped the block. Receivables are a record, never in the balance.
 """
 
 from __future__ import annotations
@@ -25,8 +32,13 @@ HOLD: Final = "hold"
 BASE_LOAD: Final = "base_load"
 COMMITMENT: Final = "commitment"
 RELEASE: Final = "release"
+SECURITY_DEPOSIT: Final = "security_deposit"
+DEPOSIT_RETURN: Final = "deposit_return"
+RECEIVABLE: Final = "receivable"
+WIRE: Final = "wire"
 BILLED = (CHARGE, REFUND, HOLD, BASE_LOAD)
-BALANCE = (DEPOSIT, *BILLED)
+BALANCE = (DEPOSIT, *BILLED, SECURITY_DEPOSIT, DEPOSIT_RETURN, WIRE)
+"""The kinds the credit balance is the (negated) sum of."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +56,8 @@ class Entry:
     gpus: int = 0
     gpu_ms: int = 0
     rate: int | None = None
+    block: str | None = None
+    """The block a base load row bills; the purchase a deposit, receivable or wire is for."""
 
 
 def amount(rate: int, gpus: int, span_ns: int) -> int:
@@ -64,6 +78,7 @@ def period_entry(
     *,
     tick: int | None = None,
     node: str | None = None,
+    block: str | None = None,
 ) -> Entry:
     """A billed row: `gpus` GPUs (negative: undone) at `rate` over [start, end)."""
     ms = (end - start) // NS_PER_MS
@@ -81,7 +96,17 @@ def period_entry(
         gpus=gpus,
         gpu_ms=gpus * ms,
         rate=rate,
+        block=block,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PurchaseMoney:
+    """A base load purchase's money besides its billing, in ledger units: the security deposit
+    still held, and what is still owed of its receivable (by wire)."""
+
+    deposit_held: int = 0
+    owed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,22 @@ DARK: Final = "dark"
 LIVE: Final = "live"
 ENDED: Final = "ended"
 CANCELLED: Final = "cancelled"
+CHANGED: Final = "changed"
+"""Ended by a change of rate or size, continued by a new block from that instant."""
+
+# how a block came to be
+PURCHASE: Final = "purchase"
+"""Bought by the tenant at a posted cell of its island's offer grid."""
+ACCOUNT_TEAM: Final = "account-team"
+"""Made by the operator directly: any size, term and rate within the island's cap."""
+
+# why a job smaller than one node waits (docs/market.md "Small jobs on the block")
+RESERVED_TOO_SMALL = "ReservedTooSmall"
+"""Its pods are each smaller than a node and together more than one: it is never placed."""
+RESERVED_BUSY = "ReservedBusy"
+"""No live block, or none of the block's GPUs it may take are free."""
+PACKING_DISABLED = "PackingDisabled"
+"""Packing onto the block is not enabled for the cluster."""
 
 PRIORITY_CLASSES = {
     "system-node-critical": 2_000_001_000,
@@ -91,6 +107,8 @@ class Island:
     node_spec: str | None
     base_load_cap: int = 0
     """How many nodes base load blocks may reserve on the island."""
+    buying_open: bool = False
+    """Tenants may buy the island's posted cells themselves."""
 
 
 @dataclass(slots=True)
@@ -109,6 +127,8 @@ class Cluster:
     pending_reason: PendingReason | None
     bid_too_low: bool = False
     """The cluster's bid-too-low verdict at its island's last tick."""
+    packing: bool = False
+    """Jobs smaller than one node may be packed onto the cluster's base load block."""
 
     def __post_init__(self) -> None:
         # the store gives tranches as dicts (a list of structs)
@@ -184,10 +204,28 @@ class Job:
     bid_too_low: bool
     seq: int = 0
     """The order the market accepted the job in (ties of equal `created_at`)."""
+    pods: int | None = None
+    gpus_per_pod: int | None = None
+    """Set for a job of pods smaller than one node (`nodes` is then 0): it is placed on the
+    cluster's base load block by GPU count, never in the market."""
+    node: str | None = None
+    """The block node a job smaller than one node runs on."""
+    reason: str | None = None
+    """Why a job smaller than one node waits (RESERVED_TOO_SMALL, ...)."""
 
     @property
     def age(self) -> Age:
         return (self.created_at, self.seq)
+
+    @property
+    def small(self) -> bool:
+        """Its pods are each smaller than one node."""
+        return self.gpus_per_pod is not None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of a job smaller than one node, all its pods together."""
+        return (self.pods or 0) * (self.gpus_per_pod or 0)
 
     def price(self, cluster: Cluster) -> int | None:
         """The job's own limit price, else the cluster's (None bids nothing)."""
@@ -210,6 +248,34 @@ class Block:
     ended_at: int | None
     billed_until: int
     negative_since: int | None
+    origin: str = ACCOUNT_TEAM
+    purchase: str = ""
+    """The block whose security deposit and receivable this one carries: itself, or the block
+    a change of rate or size continued."""
+    owed_by: int | None = None
+    """The purchase's receivable is due before this time (None: nothing was owed by wire)."""
+    notes: str | None = None
+
+    def steps(self, until: int) -> list[tuple[int, int]]:
+        """The 5-minute steps not billed yet that start before `until` (within the term), each
+        [start, end); `billed_until` moves past them."""
+        spans = []
+        while self.billed_until < min(until, self.ends_at):
+            start = self.billed_until
+            self.billed_until = min(start + BASE_LOAD_STEP_NS, self.ends_at)
+            spans.append((start, self.billed_until))
+        return spans
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """A cell of an island's posted offer grid: `size_gpus` (whole nodes) for `term_hours` at
+    `rate` µUSD per GPU-hour; None: posted without a rate (sold out)."""
+
+    island: str
+    size_gpus: int
+    term_hours: int
+    rate: int | None
 
 
 @dataclass(frozen=True, slots=True)

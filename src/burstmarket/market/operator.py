@@ -8,7 +8,8 @@ import re
 import secrets
 from typing import Any, get_args
 
-from burstmarket.contract import AccountView, ClusterCreatedView, IslandView
+from burstmarket.clock import to_datetime
+from burstmarket.contract import AccountView, ClusterCreatedView, IslandView, ReceivableView
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.figures import token_hash
@@ -16,6 +17,7 @@ from burstmarket.market.ledger import DEPOSIT, Entry
 from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.nodes import NodeActions
+from burstmarket.market.purchases import open_receivables, wired
 from burstmarket.market.state import add_nodes, create_island, read_island
 from burstmarket.market.tables import ISLAND_TERMS, ISLANDS, LEDGER
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, units_to_usd, usd
@@ -76,20 +78,53 @@ class Operator:
         LEDGER.insert(cur, entries)
         return entries
 
+    def wire(self, name: str, amount: int) -> AccountView:
+        """Money received by wire: credit, applied to the account's base load receivables, the
+        earliest due first; a receivable paid in full gives its security deposit back
+        (market/purchases.py). What no receivable takes is plain credit."""
+        if amount <= 0:
+            raise Invalid("amount_usd", "must be greater than 0", amount_usd=usd(amount))
+        with self._lock:
+            with self._db.write() as cur:
+                self._account(cur, name)
+                now = self._clock.now_ns()
+                owing = open_receivables(cur, name)
+                entries = wired(now, name, amount * LEDGER_UNITS_PER_MICRO, owing)
+                LEDGER.insert(cur, entries)
+            self._figures.fold(entries)
+        return self.account(name)
+
     def _account(self, cur: Cursor, name: str) -> None:
         if fetch_one(cur, "account", name=name) is None:
             raise NotFound(f"no account {name!r}", account=name)
 
     def account(self, name: str) -> AccountView:
+        """The balance, and what the account owes by wire for base load, overdue included."""
         with self._db.read() as cur:
             self._account(cur, name)
             clusters = [r["id"] for r in fetch(cur, "account_clusters", account=name)]
+            owing = open_receivables(cur, name)
         balance = self._figures.balance(name)
+        now = self._clock.now_ns()
+        receivables = [
+            ReceivableView(
+                purchase=r.purchase,
+                cluster=r.cluster,
+                owed_usd=float(units_to_usd(r.owed)),
+                owed_by=to_datetime(r.due),
+                overdue=now >= r.due,
+                deposit_held_usd=float(units_to_usd(r.deposit_held)),
+            )
+            for r in owing
+        ]
         return AccountView(
             name=name,
             balance_usd=float(units_to_usd(balance)),
             billing_hold=balance <= 0,
             clusters=clusters,
+            owed_usd=float(units_to_usd(sum(r.owed for r in owing))),
+            overdue_usd=float(units_to_usd(sum(r.owed for r in owing if now >= r.due))),
+            receivables=receivables,
         )
 
     # --- clusters -------------------------------------------------------------------------
@@ -233,4 +268,5 @@ def _island_view(island: Island) -> IslandView:
         reserve_price=usd(island.reserve_price),
         node_spec=None if island.node_spec is None else json.loads(island.node_spec),
         base_load_cap=island.base_load_cap,
+        buying_open=island.buying_open,
     )

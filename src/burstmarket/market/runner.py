@@ -28,7 +28,8 @@ from burstmarket.market.figures import Figures, LastTick
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
-from burstmarket.market.model import Node, newest_first
+from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
+from burstmarket.market.purchases import purchase_money
 from burstmarket.market.state import read_island
 from burstmarket.market.tables import (
     ALLOCATIONS,
@@ -115,6 +116,7 @@ class TickRunner:
         spent: dict[str, int] = {}
         if any(c.spend_limit is not None for c in clusters.values()):
             spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
+        blocks = [BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)]
         return TickInput(
             island=island,
             tick=number,
@@ -126,7 +128,8 @@ class TickRunner:
             balances={c.account: self._figures.balance(c.account) for c in clusters.values()},
             spent=spent,
             rates=self._figures.rates(island_id),
-            blocks=[BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)],
+            blocks=blocks,
+            purchases=purchase_money(cur, [b.purchase for b in blocks if _may_stop(b, at)]),
             billed=billed,
         )
 
@@ -152,6 +155,13 @@ class TickRunner:
             c, rate = inp.clusters[cluster], out.rates.get(cluster)
             out.ledger += scale_down(c, g, excess, inp.time, rate, billed)
             out.nodes += [n for n in excess if n.id not in changed]
+
+
+def _may_stop(b: Block, at: int) -> bool:
+    """Whether the tick at `at` may end or cancel the block (only then does it need to know
+    what the block's purchase holds: the ledger is not read for it every tick)."""
+    negative = b.negative_since is not None and b.negative_since + BASE_LOAD_GRACE_NS <= at
+    return at >= b.ends_at or negative
 
 
 def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:

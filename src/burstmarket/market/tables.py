@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from burstmarket.market.ledger import Entry
-from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, Offer
 from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
     BIGINT,
@@ -59,11 +59,31 @@ ISLANDS: Final = Table(
         Column("node_spec", VARCHAR, null=True),
         _own("created_at", BIGINT),
         Column("base_load_cap", INTEGER),
+        Column("buying_open", BOOLEAN),
     ],
     key=["id"],
 )
-ISLAND_TERMS: Final = ("gpus_per_node", "nodes", "reserve_price", "node_spec", "base_load_cap")
+ISLAND_TERMS: Final = (
+    "gpus_per_node",
+    "nodes",
+    "reserve_price",
+    "node_spec",
+    "base_load_cap",
+    "buying_open",
+)
 """What the operator may change of an island."""
+
+OFFERS: Final = Table(
+    "base_load_offers",
+    Offer,
+    [
+        Column("island", VARCHAR),
+        Column("size_gpus", INTEGER),
+        Column("term_hours", INTEGER),
+        Column("rate", BIGINT, null=True),
+    ],
+    key=["island", "size_gpus", "term_hours"],
+)
 
 ACCOUNTS: Final[Table[Any]] = Table(
     "accounts", None, [_own("name", VARCHAR), _own("created_at", BIGINT)]
@@ -87,6 +107,7 @@ CLUSTERS: Final = Table(
         Column("pending_reason", VARCHAR, null=True),
         Column("demand", TRANCHES),
         Column("bid_too_low", BOOLEAN),
+        Column("packing", BOOLEAN),
     ],
     key=["id"],
 )
@@ -137,11 +158,24 @@ JOBS: Final = Table(
         Column("finished_at", BIGINT, null=True),
         Column("bid_too_low", BOOLEAN),
         Column("seq", BIGINT),
+        Column("pods", INTEGER, null=True),
+        Column("gpus_per_pod", INTEGER, null=True),
+        Column("node", VARCHAR, null=True),
+        Column("reason", VARCHAR, null=True),
     ],
     key=["cluster", "name"],
 )
-JOB_PROGRESS: Final = ("state", "provisioned_at", "gang_price", "bid_too_low")
-"""What a tick writes of a job (its terms are the tenant's)."""
+JOB_PROGRESS: Final = (
+    "state",
+    "provisioned_at",
+    "gang_price",
+    "bid_too_low",
+    "node",
+    "reason",
+    "created_at",
+)
+"""What a tick writes of a job (its terms are the tenant's; `created_at` moves only when a job
+smaller than one node is requeued as a new request at the end of its block)."""
 
 JOB_EVENTS: Final = Table(
     "job_events",
@@ -170,11 +204,18 @@ BLOCKS: Final = Table(
         Column("ended_at", BIGINT, null=True),
         Column("billed_until", BIGINT),
         Column("negative_since", BIGINT, null=True),
+        Column("origin", VARCHAR),
+        Column("purchase", VARCHAR),
+        Column("owed_by", BIGINT, null=True),
+        Column("notes", VARCHAR, null=True),
     ],
     key=["id"],
 )
 BLOCK_PROGRESS: Final = ("state", "ended_at", "billed_until", "negative_since")
 """What a tick writes of a block (its terms are the operator's)."""
+BLOCK_TERMS: Final = ("ends_at", "notes", "billed_until")
+"""What a change of the end date or the notes writes of a live block, in place (a shorter
+term takes back the steps billed beyond it)."""
 
 LEDGER: Final = Table(
     "ledger",
@@ -194,6 +235,7 @@ LEDGER: Final = Table(
         Column("gpu_ms", BIGINT),
         Column("rate", BIGINT, null=True),
         Column("units", HUGEINT),
+        Column("block", VARCHAR, null=True),
     ],
 )
 
@@ -323,6 +365,7 @@ VERDICTS: Final = Table(
 
 TABLES: Final = (
     ISLANDS,
+    OFFERS,
     ACCOUNTS,
     CLUSTERS,
     NODES,

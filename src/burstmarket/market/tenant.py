@@ -30,6 +30,7 @@ from burstmarket.errors import (
     OffGrid,
     SpendLimit,
 )
+from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.guard import (
     Budget,
     grant_span,
@@ -40,10 +41,20 @@ from burstmarket.market.guard import (
 )
 from burstmarket.market.ledger import COMMITMENT, Entry, scale_down
 from burstmarket.market.market import Market
-from burstmarket.market.model import Cluster, Island, Job, JobEvent, Node, newest_first, resized
+from burstmarket.market.model import (
+    LIVE,
+    Block,
+    Cluster,
+    Island,
+    Job,
+    JobEvent,
+    Node,
+    newest_first,
+    resized,
+)
 from burstmarket.market.report import Granularity, billing_rows
 from burstmarket.market.state import cluster_nodes, read_cluster, read_island
-from burstmarket.market.tables import JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
+from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
 from burstmarket.states import Kind
 from burstmarket.store import Batch
@@ -71,6 +82,8 @@ class Tenant:
         self._lock = market.lock
         self._figures = market.figures
         self._hot = market.hot
+        self.base_load = BaseLoadDesk(market)
+        """Buying and reading base load blocks (market/base_load.py)."""
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -113,12 +126,14 @@ class Tenant:
         now: int,
         nodes: Callable[[], list[Node]],
         raised: int = 0,
+        on_block: bool = False,
     ) -> None:
         """The write-time checks on demand that asks the market for more (docs/market.md
         "Spend guard"): `gpus` more at `price`, and `raised` more committed for the nodes the
-        cluster holds (`nodes`, read only when it has a spend limit)."""
+        cluster holds (`nodes`, read only when it has a spend limit). Demand its live block
+        can hold (`on_block`) needs no balance: block work is paid for with the block."""
         balance = self._figures.balance(c.account)
-        if balance <= 0:
+        if balance <= 0 and not on_block:
             raise BillingHold(
                 "the account's balance is at or below zero: new demand is refused until "
                 "it is restored",
@@ -405,18 +420,20 @@ class Tenant:
         self,
         cluster_id: str,
         name: str,
-        nodes: int,
+        nodes: int | None,
         priority_class: str | None,
         price: int | None,
+        pods: int | None = None,
+        gpus_per_pod: int | None = None,
     ) -> JobView:
+        """A job of `nodes` whole-node pods (one gang), or of `pods` pods of `gpus_per_pod`
+        GPUs each: under a node's GPUs it is packed onto the cluster's block and never bids
+        (docs/market.md "Small jobs on the block"); of a whole node's, it is `pods` nodes."""
         with self._lock, self._db.write() as cur:
             c, island = self._own(cur, cluster_id, "k8s")
             if not JOB_NAME.match(name):
                 raise Invalid("name", "must be 1-63 lowercase letters, digits or '-'", cluster=c.id)
-            if not 1 <= nodes <= island.nodes:
-                raise Invalid(
-                    "nodes", f"must be between 1 and {island.nodes}", cluster=c.id, nodes=nodes
-                )
+            nodes, pods, gpus_per_pod = _job_shape(c, island, nodes, pods, gpus_per_pod)
             if fetch_one(cur, "job", cluster=c.id, name=name) is not None:
                 raise Conflict(f"job {name!r} already exists", cluster=c.id, job=name)
             live = fetch_one(cur, "cluster_live_jobs", cluster=c.id)
@@ -429,9 +446,14 @@ class Tenant:
                 )
             effective = price if price is not None else c.limit_price
             now = self._clock.now_ns()
-            gpus = nodes * island.gpus_per_node
-            held = lambda: cluster_nodes(cur, c.id)  # noqa: E731
-            self._check_new_demand(cur, c, island, effective, gpus, now, held)
+            if gpus_per_pod is None:  # a small job never asks the market for anything
+                block = self._live_block(cur, c)
+                on_block = block is not None and nodes <= block.nodes
+                held = lambda: cluster_nodes(cur, c.id)  # noqa: E731
+                gpus = nodes * island.gpus_per_node
+                self._check_new_demand(
+                    cur, c, island, effective, gpus, now, held, on_block=on_block
+                )
             run(
                 cur,
                 "insert_job",
@@ -442,8 +464,14 @@ class Tenant:
                 limit_price=price,
                 created_at=now,
                 seq=self._figures.next_seq(),
+                pods=pods,
+                gpus_per_pod=gpus_per_pod,
             )
         return self.job(cluster_id, name)
+
+    def _live_block(self, cur: Cursor, c: Cluster) -> Block | None:
+        rows = fetch(cur, "cluster_blocks", cluster=c.id)
+        return next((b for b in map(BLOCKS.from_row, rows) if b.state == LIVE), None)
 
     def jobs(self, cluster_id: str) -> list[JobView]:
         def read(cur: Cursor) -> list[JobView]:
@@ -476,6 +504,9 @@ class Tenant:
         for n in cluster_nodes(cur, c.id):
             if n.job is not None:
                 placed.setdefault(n.job, []).append(n.id)
+        for j in jobs:
+            if j.node is not None:
+                placed[j.name] = [j.node]
         rate = self._figures.rate(c.island, c.id)
         return [
             JobView(
@@ -489,6 +520,9 @@ class Tenant:
                 node_ids=placed.get(j.name, []),
                 bid_too_low=_too_low(j, c, island),
                 events=events.get(j.name, []),
+                pods=j.pods,
+                gpus_per_pod=j.gpus_per_pod,
+                reason=j.reason if j.state == "pending" else None,
             )
             for j in jobs
         ]
@@ -532,7 +566,13 @@ class Tenant:
         with self._lock, self._db.write() as cur:
             c, _ = self._own(cur, cluster_id, "k8s")
             job = self._job(cur, c, name)
-            if job.state != "finished":
+            if job.state != "finished" and job.small:
+                now = self._clock.now_ns()
+                if job.node is not None:
+                    self._leave_node(cur, job, now)
+                run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
+                self._event(cur, job, "Finished", "the job finished", now)
+            elif job.state != "finished":
                 now = self._clock.now_ns()
                 reserve = read_island(cur, c.island).reserve_price
                 nodes = [NODES.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
@@ -547,6 +587,17 @@ class Tenant:
                 run(cur, "finish_job", cluster=c.id, name=name, finished_at=now)
                 self._event(cur, job, "Finished", "the job finished; its nodes are idle", now)
         return self.job(cluster_id, name)
+
+    def _leave_node(self, cur: Cursor, job: Job, now: int) -> None:
+        """A finished small job frees its GPUs; the node it leaves empty is idle from now."""
+        others = fetch_one(cur, "node_jobs", node=job.node, cluster=job.cluster, name=job.name)
+        row = fetch_one(cur, "node", island=read_cluster(cur, job.cluster).island, node=job.node)
+        if row is None or (others is not None and others["jobs"]):
+            return
+        n = NODES.from_row(row)
+        if n.job is None and n.block is not None:
+            n.idle_since = now
+            NODES.update(cur, [n], NODE_STATE)
 
     # --- spend limit ----------------------------------------------------------------------
 
@@ -587,6 +638,41 @@ class Tenant:
             return billing_rows(cur, c.id, start, end, granularity)
 
         return self._read(read)
+
+
+def _job_shape(
+    c: Cluster, island: Island, nodes: int | None, pods: int | None, gpus_per_pod: int | None
+) -> tuple[int, int | None, int | None]:
+    """(nodes, pods, gpus_per_pod) of a new job: `nodes` whole-node pods, or `pods` pods of
+    `gpus_per_pod` GPUs; pods of a whole node's GPUs make a job of whole nodes."""
+    g = island.gpus_per_node
+    if nodes is not None:
+        if pods is not None or gpus_per_pod is not None:
+            raise Invalid("nodes", "give nodes, or pods and gpus_per_pod, not both", cluster=c.id)
+        if not 1 <= nodes <= island.nodes:
+            raise Invalid(
+                "nodes", f"must be between 1 and {island.nodes}", cluster=c.id, nodes=nodes
+            )
+        return nodes, None, None
+    if pods is None and gpus_per_pod is None:
+        raise Invalid("nodes", "is required (or pods and gpus_per_pod)", cluster=c.id)
+    if gpus_per_pod is None or not 1 <= gpus_per_pod <= g:
+        raise Invalid(
+            "gpus_per_pod",
+            f"must be between 1 and the island's gpus_per_node {g}",
+            cluster=c.id,
+            gpus_per_pod=gpus_per_pod,
+        )
+    if pods is None or not 1 <= pods <= island.nodes * g // gpus_per_pod:
+        raise Invalid(
+            "pods",
+            f"must be between 1 and {island.nodes * g // gpus_per_pod}",
+            cluster=c.id,
+            pods=pods,
+        )
+    if gpus_per_pod == g:
+        return pods, None, None
+    return 0, pods, gpus_per_pod
 
 
 def _too_low(job: Job, c: Cluster, island: Island) -> bool:

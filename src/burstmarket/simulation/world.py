@@ -2,7 +2,8 @@
 
 `World.setup` makes sure the islands, accounts and clusters exist (the operator's endpoints),
 remembering each cluster's token in `<data dir>/simulation.json` so a restart on the same data
-dir picks up the same tenants; `World.start` starts the tenants at the first tick's time.
+dir picks up the same tenants, and posts the base load offers (buying open, packing enabled for
+the tenant that buys a block); `World.start` starts the tenants at the first tick's time.
 `World.step` is one tick of market time: the operator changes a reserve now and then and tops
 up accounts, then every tenant acts.
 """
@@ -23,7 +24,7 @@ import httpx
 
 from burstmarket.client import ClientError, OperatorClient, Refused, TenantClient
 from burstmarket.simulation import population
-from burstmarket.simulation.population import ISLANDS, IslandPlan, TenantSpec
+from burstmarket.simulation.population import ISLANDS, OFFERS, IslandPlan, TenantSpec
 from burstmarket.simulation.tenants import SimulatedTenant, make_tenant
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class World:
         self._next_top_up: datetime | None = None
 
     async def setup(self) -> None:
-        """Create what is missing: islands, accounts, clusters."""
+        """Create what is missing: islands, accounts, clusters; post the base load offers."""
         existing = {i.id: i for i in await self.operator.islands()}
         for plan in ISLANDS:
             found = existing.get(plan.id)
@@ -87,6 +88,17 @@ class World:
                 tokens[spec.name] = await self._create(spec)
                 self._save_tokens(tokens)
         self._created = [(spec, tokens[spec.name]) for spec in specs]
+        for offer in OFFERS:
+            if any(p.id == offer.island for p in self.plans):
+                await self.operator.post_offers(
+                    offer.island,
+                    offer.cells,
+                    buying_open=True,
+                    reservable_nodes=offer.reservable_nodes,
+                )
+        for spec in specs:
+            if spec.base_load is not None:
+                await self.operator.set_packing(spec.name, True)
 
     async def start(self, now: datetime) -> None:
         """Start every tenant (set up first)."""

@@ -34,7 +34,14 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = ("schema_001", "schema_002", "schema_003", "schema_004", "schema_005")
+MIGRATIONS = (
+    "schema_001",
+    "schema_002",
+    "schema_003",
+    "schema_004",
+    "schema_005",
+    "schema_006",
+)
 """sql/ files applied in order; the index + 1 is the schema version they bring the store to."""
 
 

@@ -16,12 +16,13 @@ from burstmarket.market.tick import (
     block_delivery,
     block_terms,
     housekeeping,
+    packing,
     placement,
     replacements,
     verdicts,
 )
 from burstmarket.market.tick.apply import apply
-from burstmarket.market.tick.clearing import clear_round, releases
+from burstmarket.market.tick.clearing import clear_round, fixed, releases
 from burstmarket.market.tick.output import output
 from burstmarket.market.tick.state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
@@ -42,15 +43,16 @@ def run_tick(inp: TickInput) -> TickOutput:
     # 2. what is owed goes ahead of every bid
     block_delivery.deliver(s)
     replacements.deliver(s)
-    # 3. capacity the cluster already has
+    # 3. capacity the cluster already has; then jobs smaller than one node on the blocks
     placement.on_blocks(s)
     placement.on_idle(s)
-    # 4-7. the auction; nodes stepping down from a block with no price to lock are locked at
-    # the lowest rate it clears at without them, then it clears again with them
+    packing.place_small_jobs(s)
+    # 4-7. the auction; nodes stepping down from a block stay out of it: those with no price
+    # to lock are locked at the lowest rate it clears at, then each pays its lock
     bids, clearing = clear_round(s)
     if s.unpriced:
         block_terms.lock_step_downs(s, clearing.stats.min)
-        bids, clearing = clear_round(s)
+    clearing = fixed(s, bids, clearing)
     # 8. the outcome
     apply(s, bids, clearing)
     s.provisioned()
@@ -60,5 +62,6 @@ def run_tick(inp: TickInput) -> TickOutput:
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s)
-    ladder = published_ladder(bids.auction, clearing, releases(s, bids.protected))
-    return output(s, clearing, {n.id for n in bids.protected}, low, ladder)
+    held = [*bids.protected, *bids.stepping_down]
+    ladder = published_ladder(bids.auction, clearing, releases(s, held))
+    return output(s, clearing, {n.id for n in held}, low, ladder)

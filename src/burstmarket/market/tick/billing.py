@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from burstmarket.auction import Clearing
 from burstmarket.market.ledger import BASE_LOAD, CHARGE, COMMITMENT, RELEASE
-from burstmarket.market.model import BASE_LOAD_STEP_NS, Block
+from burstmarket.market.model import Block
 from burstmarket.market.tick.state import TickState
 
 
@@ -60,10 +60,6 @@ def bill_block(s: TickState, b: Block, until: int) -> None:
     """Bill every 5-minute step of the block that starts before `until`, for every node of the
     block, idle or busy, delivered or being replaced."""
     c = s.clusters[b.cluster]
-    gpus = b.nodes * s.g
-    while b.billed_until < min(until, b.ends_at):
-        start = b.billed_until
-        end = min(start + BASE_LOAD_STEP_NS, b.ends_at)
-        s.books.bill(BASE_LOAD, c, start, end, gpus, b.rate)
-        b.billed_until = end
+    for start, end in b.steps(until):
+        s.books.bill(BASE_LOAD, c, start, end, b.nodes * s.g, b.rate, block=b.id)
         s.touch_block(b)

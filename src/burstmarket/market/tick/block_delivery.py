@@ -14,7 +14,7 @@ def deliver(s: TickState) -> None:
     block over its size (a node back from the operator) hands an idle node to its cluster's
     market holdings."""
     for b in s.live_blocks():
-        idle = [n for n in s.block_nodes(b) if n.job is None]
+        idle = [n for n in s.block_nodes(b) if s.empty(n)]
         while s.block_size(b) > b.nodes and idle:
             _leave(s, b, idle.pop())
         victims: _Victims | None = None

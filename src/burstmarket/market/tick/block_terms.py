@@ -1,10 +1,12 @@
 """Base load terms (docs/market.md "Base load"): the end of a term steps the block's nodes down
-into the market; 24 h of a balance at or below zero cancel the block at that moment."""
+into the market; 24 h of a balance at or below zero cancel the block at that moment. Either way
+jobs smaller than one node are requeued at once, and the purchase's security deposit goes back
+to the balance (a cancellation also closes what is unpaid of its receivable)."""
 
 from __future__ import annotations
 
 from burstmarket.market.guard import worst_case
-from burstmarket.market.ledger import BASE_LOAD, CHARGE
+from burstmarket.market.ledger import BASE_LOAD, CHARGE, DEPOSIT_RETURN, RECEIVABLE
 from burstmarket.market.model import (
     BASE_LOAD_GRACE_NS,
     CANCELLED,
@@ -43,7 +45,7 @@ def _cancel(s: TickState, b: Block, at: int) -> None:
     bill_block(s, b, at)
     c = s.clusters[b.cluster]
     if b.billed_until > at:
-        s.books.bill(BASE_LOAD, c, at, b.billed_until, -b.nodes * s.g, b.rate)
+        s.books.bill(BASE_LOAD, c, at, b.billed_until, -b.nodes * s.g, b.rate, block=b.id)
         b.billed_until = at
     nodes = s.block_nodes(b)
     for name in sorted({n.job for n in nodes if n.job is not None}):
@@ -63,6 +65,7 @@ def _step_down(s: TickState, b: Block) -> None:
     bill_block(s, b, b.ends_at)
     c = s.clusters[b.cluster]
     end = b.ends_at
+    _requeue_small(s, b, end, "the base load block's term ended: requeued as a new request")
     for n in s.block_nodes(b):
         job = s.job_on(n)
         declared = job.price(c) if job is not None else c.limit_price
@@ -100,6 +103,14 @@ def _lock(s: TickState, n: Node, locked: int) -> None:
         s.books.spend_started(c)
 
 
+def _requeue_small(s: TickState, b: Block, at: int, why: str) -> None:
+    """Jobs smaller than one node never step down with their node: requeued as new requests,
+    they wait (ReservedBusy) until the cluster holds a live block again."""
+    for n in s.block_nodes(b):
+        for job in s.small_on(n):
+            s.requeue_small(job, at, why)
+
+
 def _close(s: TickState, b: Block, state: BlockState, at: int) -> None:
     for n in s.out_of_service:
         if n.block == b.id:
@@ -107,3 +118,11 @@ def _close(s: TickState, b: Block, state: BlockState, at: int) -> None:
             s.touch(n)
     b.state, b.ended_at = state, at
     s.touch_block(b)
+    # the block's purchase stops with it: its deposit goes back to the balance, against what
+    # the block billed; a cancelled block owes nothing more by wire (the balance says the rest)
+    money = s.inp.purchases.get(b.purchase)
+    c = s.clusters[b.cluster]
+    if money is not None and money.deposit_held:
+        s.books.record(c, DEPOSIT_RETURN, -money.deposit_held, block=b.purchase)
+    if money is not None and money.owed and state == CANCELLED:
+        s.books.record(c, RECEIVABLE, -money.owed, block=b.purchase)

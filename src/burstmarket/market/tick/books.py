@@ -35,16 +35,21 @@ class Books:
         gpus: int,
         rate: int,
         node: str | None = None,
+        block: str | None = None,
     ) -> None:
         """A billed row: `gpus` GPUs at `rate` over [start, end)."""
         t, island, tick = self.t, self.island, self.tick
         row = period_entry(
-            kind, t, c.account, c.id, island, start, end, gpus, rate, tick=tick, node=node
+            kind, t, c.account, c.id, island, start, end, gpus, rate, tick=tick, node=node,
+            block=block,
         )
         self.ledger.append(row)
 
-    def record(self, c: Cluster, kind: LedgerKind, units: int, gpus: int) -> None:
-        """A spend guard row (commitment or release): never billed."""
+    def record(
+        self, c: Cluster, kind: LedgerKind, units: int, gpus: int = 0, block: str | None = None
+    ) -> None:
+        """A row with no period: the spend guard's (commitment, release), or a base load
+        purchase's deposit given back or receivable closed."""
         self.ledger.append(
             Entry(
                 at=self.t,
@@ -55,6 +60,7 @@ class Books:
                 island=self.island,
                 tick=self.tick,
                 gpus=gpus,
+                block=block,
             )
         )
 

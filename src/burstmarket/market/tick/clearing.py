@@ -1,7 +1,8 @@
 """One clearing of the island (docs/market.md "One tick", steps 4-7): the demand of every
 cluster not on billing hold, the contestable supply, and the nodes fixed this tick (under an open
-window, or owed as replacements) protected at their cap. The ladder's later rungs come from the
-same rules (`releases`).
+window, or owed as replacements) protected at their cap. Nodes stepping down from a block's term
+are fixed too, outside the auction: under their window they pay their lock, exactly (`fixed`).
+The ladder's later rungs come from the same rules (`releases`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from burstmarket.auction import Clearing, IslandInput, Protected, Release, Unit, clear
+from burstmarket.auction import (
+    Clearing,
+    IslandInput,
+    Protected,
+    Release,
+    Unit,
+    clear,
+    with_fixed,
+)
 from burstmarket.market.model import BILLING_HOLD, Age, Cluster, Node
 from burstmarket.market.tick.demand import (
     Aged,
@@ -35,6 +44,8 @@ class Bids:
     """Unit id -> what it stands for."""
     protected: list[Node]
     """Market nodes under an open window: fixed this tick, assessed up to their cap."""
+    stepping_down: list[Node]
+    """Nodes stepping down from a block's term under their window: fixed, at their lock."""
 
 
 def clear_round(s: TickState) -> tuple[Bids, Clearing]:
@@ -42,15 +53,18 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
     serves, so two equal bids never swap a node; equal ages never fall back to an id."""
     aged: list[Aged] = []
     protected: list[Node] = []
+    stepping_down: list[Node] = []
     locks: Counter[tuple[str, int]] = Counter()
     for c in s.sorted_clusters():
         if s.refused.get(c.id) == BILLING_HOLD:
             continue
-        held = [n for n in s.held(c.id) if n.id not in s.unpriced]
+        held = s.held(c.id)
         served, waiting = served_ages(s, c, held)
         lapsed = []
         for n in held:
-            if n.window_open(s.t):
+            if steps_down(s, c, n):
+                stepping_down.append(n)
+            elif n.window_open(s.t):
                 locks[(c.id, cap(s, c, n))] += 1
                 protected.append(n)
             else:
@@ -75,7 +89,25 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
         units=tuple(units),
         protected=tuple(Protected(c, k, price) for (c, price), k in sorted(locks.items())),
     )
-    return Bids(auction, units, demand, protected), clear(auction)
+    return Bids(auction, units, demand, protected, stepping_down), clear(auction)
+
+
+def steps_down(s: TickState, c: Cluster, n: Node) -> bool:
+    """A Kubernetes node under an open window with no minimum hold: one stepping down from a
+    block's term (every grant the market makes carries a hold; a replacement inherits it)."""
+    return c.kind == "k8s" and n.window_open(s.t) and n.hold_until is None
+
+
+def fixed(s: TickState, bids: Bids, clearing: Clearing) -> Clearing:
+    """The clearing with the nodes stepping down from a block, each paying its lock: "a node
+    running work bills the locked price until the window closes" (docs/market.md "Base load").
+    Nodes locked at the lowest rate this clearing gives are locked first (`lock_step_downs`)."""
+    locks: Counter[tuple[str, int]] = Counter()
+    for n in bids.stepping_down:
+        if n.cluster is not None and n.block is None and n.locked_price is not None:
+            locks[(n.cluster, n.locked_price)] += 1
+    holds = [Protected(c, k, price) for (c, price), k in sorted(locks.items())]
+    return with_fixed(clearing, holds, s.g)
 
 
 def cap(s: TickState, c: Cluster, n: Node) -> int:

@@ -12,10 +12,11 @@ def on_blocks(s: TickState) -> None:
     """Jobs of a block's cluster go on the block first: running jobs short of nodes, then
     running jobs folded into the block where they stand (market billing stops), then waiting
     jobs by priority class, oldest first. A job that does not fit never holds back smaller
-    ones; what is left counts toward the first of them (`credit`), which bids for the rest."""
+    ones; what is left counts toward the first of them (`credit`), which bids for the rest.
+    Only empty block nodes take them: a node running jobs smaller than one node keeps them."""
     for b in s.live_blocks():
         c = s.clusters[b.cluster]
-        free = [n for n in s.block_nodes(b) if n.job is None]
+        free = [n for n in s.block_nodes(b) if s.empty(n)]
         for job in s.jobs_of(c, "running"):
             missing = max(0, job.nodes - s.placed(job) - s.owed_to(job))
             taken, free = free[:missing], free[missing:]

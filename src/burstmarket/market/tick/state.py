@@ -3,11 +3,12 @@ the basic transitions every phase is made of.
 
 A node is in exactly one of four places: free; held in the market by a cluster; held by a base
 load block (never contestable, never in market statistics); or out of service (kept by its
-cluster, unbilled, never contestable). The indices below say which, and which job runs on it;
-the transitions keep them true, so no phase rescans the island to find a node. Changing a
-node's `cluster`, `block` or `job` anywhere else would put them out of step: phases change
-those only through the transitions (a node's terms, windows, prices and commitments, they set
-themselves).
+cluster, unbilled, never contestable). The indices below say which, and which job runs on it
+(a whole-node job, or jobs smaller than one node packed onto a block node); the transitions
+keep them true, so no phase rescans the island to find a node. Changing a node's `cluster`,
+`block` or `job`, or a small job's `node`, anywhere else would put them out of step: phases
+change those only through the transitions (a node's terms, windows, prices and commitments,
+they set themselves).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class TickState:
         self.r = inp.island.reserve_price
         self.clusters = inp.clusters
         self.jobs: dict[JobKey, Job] = {(j.cluster, j.name): j for j in inp.jobs}
+        """Every pending and running job; the phases of whole nodes see only whole-node jobs
+        (`jobs_of`, `waiting`), those smaller than one node are the packing's (`small_of`)."""
         self.blocks: dict[str, Block] = {b.cluster: b for b in inp.blocks}
         """Cluster -> its live block at the start of the tick (ended ones stay, not live)."""
 
@@ -96,12 +99,23 @@ class TickState:
         self._owed_jobs = Counter((n.cluster or "", n.job) for n in self._owed.values() if n.job)
         self._owed_clusters = Counter(n.cluster or "" for n in self._owed.values())
         self._jobs_by_age: dict[str, list[Job]] = defaultdict(list)
+        small: dict[str, list[Job]] = defaultdict(list)
         for j in sorted(inp.jobs, key=lambda j: j.age):
-            self._jobs_by_age[j.cluster].append(j)
+            (small if j.small else self._jobs_by_age)[j.cluster].append(j)
         self._jobs_by_rank = {
             c: sorted(jobs, key=lambda j: (-priority(j.priority_class), j.age))
             for c, jobs in self._jobs_by_age.items()
         }
+        self._small_by_rank = {
+            c: sorted(jobs, key=lambda j: (-priority(j.priority_class), j.age))
+            for c, jobs in small.items()
+        }
+        self._small_on: dict[str, dict[JobKey, Job]] = defaultdict(dict)
+        """Node id -> the jobs smaller than one node running on it."""
+        for j in inp.jobs:
+            if j.small and j.node is not None:
+                self._small_on[j.node][(j.cluster, j.name)] = j
+        self._by_id = {n.id: n for n in inp.nodes}
         for n in inp.nodes:
             self._index(n)
 
@@ -151,6 +165,23 @@ class TickState:
     def node_at(self, idx: int) -> Node:
         return self._at[idx]
 
+    def node(self, node_id: str) -> Node | None:
+        return self._by_id.get(node_id)
+
+    def small_on(self, n: Node) -> list[Job]:
+        """The jobs smaller than one node running on `n`."""
+        return list(self._small_on.get(n.id, {}).values())
+
+    def empty(self, n: Node) -> bool:
+        """No job at all runs on `n`: neither a whole-node job nor a small one."""
+        return n.job is None and not self._small_on.get(n.id)
+
+    def free_gpus(self, n: Node) -> int:
+        """GPUs of `n` no small job takes (none if a whole-node job runs on it)."""
+        if n.job is not None:
+            return 0
+        return self.g - sum(j.gpus for j in self._small_on.get(n.id, {}).values())
+
     def _order(self, n: Node) -> int:
         return self._stamp[n.id]
 
@@ -166,6 +197,11 @@ class TickState:
     def waiting(self, c: Cluster) -> list[Job]:
         """Pending jobs in placement order: priority class, then the oldest."""
         return [j for j in self._jobs_by_rank.get(c.id, ()) if j.state == "pending"]
+
+    def small_of(self, c: Cluster, state: str) -> list[Job]:
+        """The cluster's jobs smaller than one node in `state`, in placement order: priority
+        class, then the oldest request."""
+        return [j for j in self._small_by_rank.get(c.id, ()) if j.state == state]
 
     def wants(self, c: Cluster) -> bool:
         """Whether the cluster holds or asks for anything (else nothing can be refused)."""
@@ -291,6 +327,33 @@ class TickState:
             self.changed_jobs[(job.cluster, job.name)] = job
         else:
             self.event(job, "Preempted", why)
+
+    def place_small(self, job: Job, c: Cluster, n: Node) -> None:
+        """The job smaller than one node runs on block node `n` from now, beside any others."""
+        job.node, job.reason = n.id, None
+        self._small_on[n.id][(job.cluster, job.name)] = job
+        n.idle_since = None
+        self.touch(n)
+        self.start(job, c, f"placed on the base load block: {job.gpus} GPUs of node {n.id}")
+
+    def requeue_small(self, job: Job, at: int, why: str) -> None:
+        """The job smaller than one node leaves its node and waits again, as a new request made
+        at `at` (the packing says what for); a node it leaves empty is idle from then."""
+        if job.node is not None:
+            on = self._small_on.get(job.node, {})
+            on.pop((job.cluster, job.name), None)
+            n = self._by_id.get(job.node)
+            if n is not None and not on and n.job is None:
+                n.idle_since = at
+                self.touch(n)
+        job.state, job.node, job.provisioned_at, job.created_at = "pending", None, None, at
+        self.event(job, "Requeued", why)
+
+    def wait_small(self, job: Job, reason: str, why: str) -> None:
+        """The job smaller than one node waits for `reason`: an event when that starts."""
+        if job.reason != reason:
+            job.reason = reason
+            self.event(job, reason, why)
 
     def provisioned(self) -> None:
         """The jobs started this tick and still running get their `Provisioned` event."""

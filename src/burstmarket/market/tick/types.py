@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
-from burstmarket.market.ledger import Billed, Entry
+from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
 from burstmarket.states import AllocationKind
 
@@ -31,6 +31,9 @@ class TickInput:
     """Cluster -> its rate at the previous tick (µUSD per GPU-hour)."""
     blocks: list[Block] = field(default_factory=list)
     """The island's live base load blocks."""
+    purchases: dict[str, PurchaseMoney] = field(default_factory=dict)
+    """The deposit held and the receivable owed of each live block's purchase (by its id):
+    given back, and closed, when the block stops."""
     billed: Billed | None = None
     """How far the island's market billing has gone (None: never billed)."""
 

@@ -1,0 +1,1 @@
+SELECT * FROM base_load_blocks WHERE id = $id

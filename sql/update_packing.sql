@@ -1,0 +1,1 @@
+UPDATE clusters SET packing = $packing WHERE id = $id
