@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint bench clean chromium
+.PHONY: run test test-fast lint bench clean chromium redis
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-test: $(STAMP) lint chromium
+test: $(STAMP) lint chromium redis
 	$(BIN)/pytest
 
 # The fast loop: every test that starts no server (tests/conftest.py marks the others e2e).
@@ -34,6 +34,12 @@ test-fast: $(STAMP)
 chromium:
 	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+# The bus tests run Debian's redis-server, each on a free loopback port of its own, started
+# and stopped by the tests (tests/conftest.py `redis_server`); installed here if missing.
+redis:
+	@command -v redis-server >/dev/null || { echo "Installing Debian's redis-server for the bus tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
 # A whole tick of the 2,000-node island first (a minute), then the engine alone (twenty).
 bench: $(STAMP)

@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_feed.py fanout --subscribers 1000 5000 --clients 2 --ticks 30
     .venv/bin/python bench/bench_feed.py rest --rate 2000 --seconds 5
     .venv/bin/python bench/bench_feed.py series
+    .venv/bin/python bench/bench_feed.py edges --subscribers 1000 5000 10000 --edges 0 1 2 4
 
 Each run starts `burstmarket serve --clock manual` on a fresh data dir (one process, as in
 production) and drives it over HTTP only: island, account, clusters and declarations through
@@ -17,6 +18,11 @@ update being complete at the LAST subscriber (an upper bound), and from the FIRS
 arrival to the last's (the fan-out itself; the first arrives right after the commit, as the
 feed writes from the event loop as soon as the tick's thread returns). `tick alone` is the POST
 with nobody subscribed.
+edges: the same fan-out, side by side, through the in-process feed (0 edges: subscribers on the
+market process itself) and through 1, 2, 4 feed edges (`burstmarket feed --bus`) behind a market
+process publishing to a redis-server of its own (`serve --bus`), subscribers spread evenly over
+the edges; besides the latencies, the CPU the market process and the edges spent per tick
+(/proc/PID/stat over the measured ticks).
 rest: open-loop `GET /api/market/stats` and `/api/market/ladder` at `--rate` on keep-alive
 connections from one epoll loop; latency counts from when each request was due.
 series: 30 days of 10 s ticks (stats of 200 clusters) written to a data dir and its Parquet
@@ -37,6 +43,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -47,6 +55,10 @@ import httpx
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"
 TOKEN = "bench-operator-token"
 ISLAND = "bench"
+KEEPALIVE = ["--feed-ping-seconds", "600"]
+"""A client process connecting its thousands of subscribers one after the other reads none of
+them meanwhile; at the default 20 s keepalive, the first ones would be closed as slow consumers
+for leaving a ping unanswered before the measurement starts."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -65,7 +77,8 @@ def load() -> str:
 class Server:
     """`burstmarket serve --clock manual` on a free loopback port."""
 
-    def __init__(self, data_dir: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path | None = None, env: dict[str, str] | None = None,
+                 bus: str | None = None) -> None:
         self.tmp = tempfile.TemporaryDirectory()
         self.data = data_dir or Path(self.tmp.name) / "data"
         with socket.socket() as sock:
@@ -77,7 +90,8 @@ class Server:
         self.log = open(Path(self.tmp.name) / "server.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [str(BURSTMARKET), "serve", "--clock", "manual", "--data-dir", str(self.data),
-             "--host", "127.0.0.1", "--port", str(self.port), "--tick-seconds", "10"],
+             "--host", "127.0.0.1", "--port", str(self.port), "--tick-seconds", "10",
+             *KEEPALIVE, *(["--bus", bus] if bus else [])],
             stdout=self.log, stderr=subprocess.STDOUT, env=environ)
         self.http = httpx.Client(base_url=self.url, timeout=60,
                                  headers={"Authorization": f"Bearer {TOKEN}"})
@@ -154,10 +168,11 @@ def subscribe(port: int) -> socket.socket:
     return sock
 
 
-def client_process(port: int, count: int, pipe: Connection) -> None:
+def client_process(ports: list[int], count: int, pipe: Connection) -> None:
     """`count` subscribers on one epoll loop (no asyncio, no JSON: as little client CPU per
-    message as Python allows); for each tick, once all have it, sends (tick, arrival times)."""
-    socks = [subscribe(port) for _ in range(count)]
+    message as Python allows), spread evenly over `ports`; for each tick, once all have it,
+    sends (tick, arrival times)."""
+    socks = [subscribe(ports[n % len(ports)]) for n in range(count)]
     poller = select.epoll()
     buffers = {}
     for sock in socks:
@@ -192,6 +207,92 @@ def client_process(port: int, count: int, pipe: Connection) -> None:
         sock.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now (/proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class Fanout:
+    last: list[float]
+    """Per tick: from sending the POST to the update complete at the last subscriber, ms."""
+    spread: list[float]
+    """Per tick: from the first subscriber's arrival to the last's, ms."""
+    every: list[float]
+    """Every delivery: from sending the POST, ms."""
+    commit: list[float]
+    """Per tick: from the commit (the probe's arrival) to the last subscriber's, ms."""
+    market_cpu: float
+    """The market process's CPU per tick, ms (its auction, commit and publishing)."""
+    edges_cpu: float
+    """The edges' CPU per tick, all together, ms."""
+    edge_rss: float
+    """The largest edge's resident memory with its subscribers connected, MiB."""
+    clients_cpu: float
+    """The client processes' CPU per tick, ms: the load generator shares the machine."""
+
+
+def measure(server: Server, ports: list[int], subscribers: int, clients: int, ticks: int,
+            edges: Sequence[subprocess.Popen[bytes]] = ()) -> Fanout:
+    """`subscribers` over `clients` processes, connected evenly to `ports` (the market's own
+    feed, or edges), then `ticks` ticks, each measured on its own. A probe subscriber of its
+    own, on the market process and first of all, marks each tick's commit: the market writes
+    the tick's frames as soon as it has committed, the probe's first."""
+    pipes, procs = [], []
+    for n, (target, share) in enumerate([([server.port], 1)] + [
+            (ports, subscribers // clients + (n < subscribers % clients))
+            for n in range(clients)]):
+        mine, theirs = mp.Pipe()
+        proc = mp.Process(target=client_process, args=(target, share, theirs))
+        proc.start()
+        pipes.append(mine)
+        procs.append(proc)
+        if n == 0:  # the probe, first
+            assert mine.poll(60), "the probe did not connect"
+            assert mine.recv() == "ready"
+    for pipe in pipes[1:]:
+        assert pipe.poll(600), "subscribers did not connect"
+        assert pipe.recv() == "ready"
+    last, spread, every, commit = [], [], [], []
+    market_cpu = cpu_seconds(server.proc.pid)
+    edges_cpu = sum(cpu_seconds(edge.pid) for edge in edges)
+    clients_cpu = sum(cpu_seconds(proc.pid) for proc in procs if proc.pid)
+    for _ in range(ticks):
+        time.sleep(0.2)  # let the clients settle: each tick is measured on its own
+        began = time.time()
+        tick = server.tick()["tick"]
+        times: list[float] = []
+        for pipe in pipes:
+            if not pipe.poll(30):
+                raise RuntimeError(f"tick {tick} did not reach every subscriber in 30 s")
+            got, arrivals = pipe.recv()
+            assert got == tick, (got, tick)
+            times += arrivals
+        committed, times = times[0], times[1:]
+        commit.append((max(times) - committed) * 1000)
+        last.append((max(times) - began) * 1000)
+        spread.append((max(times) - min(times)) * 1000)
+        every += [(t - began) * 1000 for t in times]
+    edge_rss = max((rss_mib(edge.pid) for edge in edges), default=0.0)
+    market_cpu = (cpu_seconds(server.proc.pid) - market_cpu) * 1000 / ticks
+    edges_cpu = (sum(cpu_seconds(edge.pid) for edge in edges) - edges_cpu) * 1000 / ticks
+    clients_cpu = (sum(cpu_seconds(p.pid) for p in procs if p.pid) - clients_cpu) * 1000 / ticks
+    for pipe in pipes:
+        pipe.send("stop")
+    for proc in procs:
+        proc.join(30)
+    return Fanout(last, spread, every, commit, market_cpu, edges_cpu, edge_rss, clients_cpu)
+
+
 def fanout(subscribers: int, clients: int, ticks: int) -> None:
     server = Server()
     try:
@@ -202,36 +303,8 @@ def fanout(subscribers: int, clients: int, ticks: int) -> None:
             began = time.time()
             server.tick()
             alone.append((time.time() - began) * 1000)
-        pipes, procs = [], []
-        for n in range(clients):
-            mine, theirs = mp.Pipe()
-            share = subscribers // clients + (n < subscribers % clients)
-            proc = mp.Process(target=client_process, args=(server.port, share, theirs))
-            proc.start()
-            pipes.append(mine)
-            procs.append(proc)
-        for pipe in pipes:
-            assert pipe.poll(600), "subscribers did not connect"
-            assert pipe.recv() == "ready"
-        last, spread, every = [], [], []
-        for _ in range(ticks):
-            time.sleep(0.2)  # let the clients settle: each tick is measured on its own
-            began = time.time()
-            tick = server.tick()["tick"]
-            times: list[float] = []
-            for pipe in pipes:
-                if not pipe.poll(30):
-                    raise RuntimeError(f"tick {tick} did not reach every subscriber in 30 s")
-                got, arrivals = pipe.recv()
-                assert got == tick, (got, tick)
-                times += arrivals
-            last.append((max(times) - began) * 1000)
-            spread.append((max(times) - min(times)) * 1000)
-            every += [(t - began) * 1000 for t in times]
-        for pipe in pipes:
-            pipe.send("stop")
-        for proc in procs:
-            proc.join(30)
+        got = measure(server, [server.port], subscribers, clients, ticks)
+        last, spread, every = got.last, got.spread, got.every
         print(f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
               f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
               f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
@@ -240,6 +313,118 @@ def fanout(subscribers: int, clients: int, ticks: int) -> None:
               f"tick alone p50 {percentile(alone, 0.5):.1f} ms   [{load()}]", flush=True)
     finally:
         server.close()
+
+
+# -- feed edges over Redis ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Redis:
+    """Debian's redis-server on a free loopback port, no persistence."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.tmp.name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.tmp.cleanup()
+
+
+class Edge:
+    """`burstmarket feed --bus …` on a free loopback port, up once it serves the island."""
+
+    def __init__(self, bus: str, log: Path) -> None:
+        self.port = free_port()
+        self.log = open(log, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [str(BURSTMARKET), "feed", "--bus", bus, "--host", "127.0.0.1",
+             "--port", str(self.port), *KEEPALIVE], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        url = f"http://127.0.0.1:{self.port}/api/market/stats?island={ISLAND}"
+        while True:
+            try:
+                if httpx.get(url).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("edge did not start")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -> None:
+    """The in-process feed, then 1, 2, 4 … edges behind one market process on Redis, each at
+    every subscriber count; one table at the end."""
+    rows = []
+    for count in counts:
+        redis = Redis() if count else None
+        server = Server(bus=redis.url if redis else None)
+        started: list[Edge] = []
+        try:
+            server.market(nodes=4, clusters=3)
+            server.tick()
+            with tempfile.TemporaryDirectory() as logs:
+                started = [Edge(redis.url, Path(logs) / f"edge-{n}.log")
+                           for n in range(count)] if redis else []
+                ports = [edge.port for edge in started] or [server.port]
+                for n in subscribers:
+                    got = measure(server, ports, n, clients, ticks,
+                                  [edge.proc for edge in started])
+                    where = f"{count} edges" if count else "in-process"
+                    rows.append((where, n, got))
+                    print(f"{where:>10} {n:>6} subscribers: commit -> last p50 "
+                          f"{percentile(got.commit, 0.5):6.1f} ms p99 "
+                          f"{percentile(got.commit, 0.99):6.1f} ms; POST -> last p99 "
+                          f"{percentile(got.last, 0.99):6.1f} ms; market CPU/tick "
+                          f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms; "
+                          f"largest edge {got.edge_rss:.0f} MiB; clients CPU/tick "
+                          f"{got.clients_cpu:.0f} ms"
+                          f"   [{load()}]", flush=True)
+                for edge in started:
+                    edge.close()
+        finally:
+            server.close()
+            if redis:
+                redis.close()
+    print(f"\nfeed fan-out, {ticks} ticks each, subscribers over {clients} client processes; "
+          "commit -> last: from the tick's commit (a probe subscriber on the market) to the "
+          "update complete at the last subscriber; POST -> last: from sending "
+          "POST /api/admin/ticks (auction and commit included)")
+    print(f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
+          f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14} "
+          f"{'edge RSS MiB':>12} {'clients CPU/tick':>16}")
+    for where, n, got in rows:
+        print(f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
+              f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
+              f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f} {got.edge_rss:12.0f} "
+              f"{got.clients_cpu:16.0f}")
+    print(f"[{load()}; {os.cpu_count()} cores]", flush=True)
 
 
 # -- latest-row endpoints ----------------------------------------------------------------------
@@ -379,7 +564,10 @@ def series(runs: int, trim: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("which", nargs="*", default=["fanout", "rest", "series"])
+    parser.add_argument("which", nargs="*", default=["fanout", "rest", "series"],
+                        help="fanout, rest, series, edges")
+    parser.add_argument("--edges", type=int, nargs="+", default=[0, 1, 2, 4],
+                        help="edges mode: edge counts (0: the in-process feed)")
     parser.add_argument("--subscribers", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--ticks", type=int, default=30)
@@ -391,6 +579,8 @@ def main() -> None:
     if "fanout" in args.which:
         for count in args.subscribers:
             fanout(count, args.clients, args.ticks)
+    if "edges" in args.which:
+        edges(args.edges, args.subscribers, args.clients, args.ticks)
     if "rest" in args.which:
         rest(args.rate, args.seconds, args.connections)
     if "series" in args.which:

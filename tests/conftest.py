@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -107,7 +108,11 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         env: dict[str, str] | None = None,
         operator_token: str | None = OPERATOR_TOKEN,
         command: Path = BURSTMARKET,
+        subcommand: str = "serve",
     ) -> Server:
+        """`burstmarket serve` (of `command`, the installed one unless told), or with
+        subcommand="feed" a feed edge (`flags` then name its bus; it has no data dir and is up
+        once it answers /healthz)."""
         data = data_dir or tmp_path / "data"
         port = free_port()
         log_path = tmp_path / f"server-{len(started)}.log"
@@ -116,13 +121,13 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
             environ["BURSTMARKET_OPERATOR_TOKEN"] = operator_token
         environ.update(env or {})
         args = list(flags) or ["--clock", "manual"]
+        where = ["--data-dir", str(data)] if subcommand == "serve" else []
         with log_path.open("wb") as log:
             process = subprocess.Popen(
                 [
                     str(command),
-                    "serve",
-                    "--data-dir",
-                    str(data),
+                    subcommand,
+                    *where,
                     "--host",
                     "127.0.0.1",
                     "--port",
@@ -134,13 +139,14 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
                 env=environ,
             )
         server = Server(f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process)
+        up = "/api/islands" if subcommand == "serve" else "/healthz"
         started.append(server)
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"server exited at start:\n{server.log()}")
             try:
-                if server.client.get("/api/islands").status_code == 200:
+                if server.client.get(up).status_code == 200:
                     return server
             except httpx.TransportError:
                 pass
@@ -182,8 +188,9 @@ TESTS = Path(__file__).parent
 E2E_FOLDERS = {"e2e", "browser", "feed"}
 """Folders of tests/ whose every test starts a server (the service, or the feed's own routes
 under uvicorn)."""
-SERVER_FIXTURES = {"server", "start_server", "shared_server"}
-"""Fixtures that start the service (`server` is also tests/feed/conftest.py's feed server)."""
+SERVER_FIXTURES = {"server", "start_server", "shared_server", "redis_server"}
+"""Fixtures that start the service (`server` is also tests/feed/conftest.py's feed server), or
+a redis-server."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -236,3 +243,56 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     with no_servers(item.nodeid):
         return (yield)
+
+
+@dataclass
+class RedisServer:
+    """A real `redis-server` (Debian's; `make test` installs it) on a free loopback port, with
+    no persistence: stopped and started again, it comes back empty, as a lost Redis would."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = (self.folder / "redis.log").open("ab")
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.folder)],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(64).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start: {(self.folder / 'redis.log')}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is missing: `make test` installs it (apt-get)")
+    server = RedisServer(free_port(), tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BURSTMARKET, OPERATOR_TOKEN
+from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, RedisServer, free_port
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -57,6 +57,49 @@ def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Pat
         holder.setblocking(False)
         with pytest.raises(BlockingIOError):  # and no simulated tenant called the port's holder
             holder.accept()
+
+
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["serve", "--islands", "north"], "--islands needs --bus"),
+        (["serve", "--bus", "http://x", "--islands", "north"], "--bus must be a Redis URL"),
+        (["feed", "--bus", "localhost:6379"], "--bus must be a Redis URL"),
+    ],
+)
+def test_the_bus_options_refuse_what_cannot_work(
+    args: list[str], why: str, tmp_path: Path
+) -> None:
+    done = burstmarket(*args, "--port", str(free_port()), *(
+        ["--data-dir", str(tmp_path / "data")] if args[0] == "serve" else []))
+    assert done.returncode == 2
+    assert why in one_line(done)
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
+def test_without_redis_serve_bus_refuses_before_the_store_opens(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    done = burstmarket("serve", "--bus", f"redis://127.0.0.1:{port}/0", "--islands", "north",
+                       "--port", str(free_port()), "--data-dir", str(tmp_path / "data"))
+    assert done.returncode == 1
+    assert "cannot claim the islands' leases: the bus does not answer" in one_line(done)
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_store_that_cannot_open_gives_its_leases_back(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    bus = ["--bus", redis_server.url, "--islands", "north"]
+    done = burstmarket("serve", *bus, "--port", str(free_port()), "--data-dir", str(blocked))
+    assert done.returncode == 1
+    assert "island north" not in one_line(done)
+    # At once, not a lease's life later: the lease was given back.
+    done = burstmarket("serve", *bus, "--port", str(free_port()), "--data-dir", str(blocked))
+    assert "is run by another process" not in one_line(done)
 
 
 @pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving

@@ -6,12 +6,17 @@ import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import msgspec
 import typer
 
 from burstmarket import __version__
+
+if TYPE_CHECKING:
+    import logging
+
+    from burstmarket.settings import Settings
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
@@ -72,6 +77,31 @@ class LogChoice(StrEnum):
     json = "json"
 
 
+HostOption = Annotated[str, typer.Option(help="Address to listen on.")]
+PortOption = Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")]
+BacklogOption = Annotated[
+    int,
+    typer.Option(min=1, help="Messages held for one websocket subscriber before it is closed "
+                 "4008 slow-consumer."),
+]
+PingOption = Annotated[
+    float,
+    typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves a "
+                 "ping unanswered this long is closed 4008 slow-consumer."),
+]
+LogOption = Annotated[
+    LogChoice,
+    typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
+]
+CorsOption = Annotated[
+    str,
+    typer.Option(
+        help="Web origins whose pages may read the public market data, comma-separated "
+        "('*': any; '': none)."
+    ),
+]
+
+
 @app.command()
 def serve(
     clock: Annotated[
@@ -81,8 +111,8 @@ def serve(
     data_dir: Annotated[
         Path, typer.Option(help="DuckDB file and Parquet history live here.")
     ] = Path("data"),
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
     tick_seconds: Annotated[
         float, typer.Option(min=0.001, help="Market time between two ticks of an island.")
     ] = 10.0,
@@ -108,27 +138,29 @@ def serve(
     rate_burst: Annotated[
         int, typer.Option(min=1, help="Requests a cluster token may make at once.")
     ] = 200,
-    feed_backlog: Annotated[
-        int,
-        typer.Option(min=1, help="Messages held for one websocket subscriber before it is "
-                     "closed 4008 slow-consumer."),
-    ] = 256,
-    feed_ping_seconds: Annotated[
-        float,
-        typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves "
-                     "a ping unanswered this long is closed 4008 slow-consumer."),
-    ] = 20.0,
-    log_format: Annotated[
-        LogChoice,
-        typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
-    ] = LogChoice.text,
-    cors_origins: Annotated[
-        str,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    log_format: LogOption = LogChoice.text,
+    cors_origins: CorsOption = "*",
+    bus: Annotated[
+        str | None,
         typer.Option(
-            help="Web origins whose pages may read the public market data, comma-separated "
-            "('*': any; '': none)."
+            help="Publish the feed to Redis (redis://HOST:PORT/DB) for feed edges "
+            "(burstmarket feed); without it the feed is this process's alone."
         ),
-    ] = "*",
+    ] = None,
+    islands: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only these islands (comma-separated), each leased on --bus: a second "
+            "process claiming one refuses to start."
+        ),
+    ] = None,
+    lease_seconds: Annotated[
+        float,
+        typer.Option(min=0.1, help="How long an island's lease outlives its owner's last "
+                     "renewal (another process may take the island over after that)."),
+    ] = 10.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -137,33 +169,35 @@ def serve(
     """
     import dataclasses
     import logging
+    import os
     import secrets
 
     from burstmarket import logsafe
+    from burstmarket.api.app import create_app
+    from burstmarket.lease import LeaseUnavailable
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
-    from burstmarket.settings import Settings
-    from burstmarket.store import StoreOpenError
+    from burstmarket.store import PRIVATE_UMASK, StoreOpenError
 
     logsafe.configure(log_format.value)
     log = logging.getLogger("burstmarket.serve")
-    try:
-        settings = Settings.from_env(
-            clock="manual" if speed is not None else clock.value,
-            data_dir=data_dir,
-            host=host,
-            port=port,
-            tick_seconds=tick_seconds,
-            rate_per_second=rate_limit,
-            rate_burst=rate_burst,
-            feed_backlog=feed_backlog,
-            feed_ping_seconds=feed_ping_seconds,
-            log_format=log_format.value,
-            cors_origins=tuple(o.strip() for o in cors_origins.split(",") if o.strip()),
-        )
-    except ValueError as exc:
-        log.error("cannot start: %s", exc)
-        raise typer.Exit(code=2) from None
+    settings = _settings(
+        log,
+        clock="manual" if speed is not None else clock.value,
+        data_dir=data_dir,
+        host=host,
+        port=port,
+        tick_seconds=tick_seconds,
+        rate_per_second=rate_limit,
+        rate_burst=rate_burst,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        log_format=log_format.value,
+        cors_origins=_listed(cors_origins),
+        bus=bus,
+        islands=None if islands is None else _listed(islands),
+        lease_seconds=lease_seconds,
+    )
     if (simulate or speed is not None) and settings.operator_token is None:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
@@ -195,11 +229,73 @@ def serve(
                 )
             )
 
+    os.umask(PRIVATE_UMASK)  # the store is the tenants' ledger
     try:
-        run_server(settings, started)
-    except (PortUnavailable, StoreOpenError) as exc:
+        run_server(settings, create_app, started)
+    except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+@app.command()
+def feed(
+    bus: Annotated[
+        str, typer.Option(help="The Redis the market processes publish to (redis://HOST:PORT/DB).")
+    ],
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8001,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    log_format: LogOption = LogChoice.text,
+    cors_origins: CorsOption = "*",
+) -> None:
+    """Run a feed edge: /ws/market, the latest-row market endpoints and the AsyncAPI document,
+    fed from the bus, for every island of every market process on it. No store."""
+    import logging
+
+    from burstmarket import logsafe
+    from burstmarket.api.edge import create_edge_app
+    from burstmarket.server import PortUnavailable
+    from burstmarket.server import serve as run_server
+
+    logsafe.configure(log_format.value)
+    log = logging.getLogger("burstmarket.feed")
+    settings = _settings(
+        log,
+        host=host,
+        port=port,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        log_format=log_format.value,
+        cors_origins=_listed(cors_origins),
+        bus=bus,
+    )
+
+    def started() -> None:
+        log.info("burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
+                 __version__, host, port, bus)
+
+    try:
+        run_server(settings, create_edge_app, started)
+    except PortUnavailable as exc:
+        log.error("%s", exc)
+        raise typer.Exit(code=1) from None
+
+
+def _settings(log: logging.Logger, **flags: object) -> Settings:
+    """The service's Settings from its flags, or one line and exit 2."""
+    from burstmarket.settings import Settings
+
+    try:
+        return Settings.from_env(None, **flags)
+    except ValueError as exc:
+        log.error("cannot start: %s", exc)
+        raise typer.Exit(code=2) from None
+
+
+def _listed(value: str) -> tuple[str, ...]:
+    """A comma-separated option's items."""
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def _pace(clock: str, tick_seconds: float, speed: float | None) -> str:

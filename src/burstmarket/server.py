@@ -1,4 +1,5 @@
-"""`burstmarket serve`: the listening socket first, then the store and the app, then uvicorn.
+"""`burstmarket serve` and `burstmarket feed`: the listening socket first, then the app (and
+with it the market's store), then uvicorn.
 
 The socket is bound before anything else starts, so a port that cannot be had stops the start
 before the store opens or a simulation runs; the caller (cli.py) says why in one line.
@@ -7,18 +8,16 @@ before the store opens or a simulation runs; the caller (cli.py) says why in one
 from __future__ import annotations
 
 import errno
-import os
 import socket
 import sys
 from collections.abc import Callable
 
 import uvicorn
+from litestar import Litestar
 
 from burstmarket.api.access import AccessLog
-from burstmarket.api.app import create_app
 from burstmarket.feed.wire import FeedWebSocketProtocol
 from burstmarket.settings import Settings
-from burstmarket.store import PRIVATE_UMASK
 
 GIL_SWITCH_SECONDS = 0.001
 """The store's writer and the tick let go of the GIL around every DuckDB statement; taking it
@@ -50,14 +49,19 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(settings: Settings, started: Callable[[], None] = lambda: None) -> None:
+def serve(
+    settings: Settings,
+    app_for: Callable[[Settings], Litestar],
+    started: Callable[[], None] = lambda: None,
+) -> None:
     """Run the service until it is stopped: PortUnavailable if its address cannot be listened
-    on, StoreOpenError if its data directory cannot be used; `started` is called once both
-    are in hand, before the first request is served (the banner, the simulation)."""
-    os.umask(PRIVATE_UMASK)
+    on, StoreOpenError if its data directory cannot be used, LeaseUnavailable if its islands'
+    leases cannot be had; `started` is called once all are in hand, before the first request
+    is served (the banner, the simulation). `app_for` builds the app: the market's, or a feed
+    edge's (`create_edge_app`)."""
     sock = listen(settings.host, settings.port)
     try:
-        app = create_app(settings)
+        app = app_for(settings)
         sys.setswitchinterval(GIL_SWITCH_SECONDS)
         started()
         config = uvicorn.Config(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -18,6 +18,7 @@ LogFormat = Literal["text", "json"]
 
 OPERATOR_TOKEN_ENV = "BURSTMARKET_OPERATOR_TOKEN"  # noqa: S105 (a variable name)
 CLOCK_START_ENV = "BURSTMARKET_CLOCK_START"
+BUS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,14 @@ class Settings:
     """Web origins whose pages may read the public market data (`--cors-origins`,
     comma-separated; `*` any; none: no CORS). The tenant and operator endpoints are never
     opened to them."""
+    bus: str | None = None
+    """`--bus redis://HOST:PORT/DB`: the feed is published to Redis too, for the feed edges
+    (feed/bus.py); None: the in-process feed alone, the embedded default."""
+    islands: tuple[str, ...] | None = None
+    """`--islands a,b`: the only islands this process ticks and serves (each leased on the bus,
+    lease.py); None: every island of its store."""
+    lease_seconds: float = 10.0
+    """`--lease-seconds`: how long an island's lease outlives its owner's last renewal."""
 
     @property
     def database_path(self) -> Path:
@@ -119,4 +128,16 @@ class Settings:
             raise ValueError("the rate limit must be at least 0 and the burst at least 1")
         if settings.feed_backlog < 1 or settings.feed_ping_seconds <= 0:
             raise ValueError("the feed backlog must be at least 1 and the ping interval above 0")
+        if settings.bus is not None and not settings.bus.startswith(BUS_SCHEMES):
+            raise ValueError(f"--bus must be a Redis URL ({', '.join(BUS_SCHEMES)}…)")
+        if settings.islands is not None:
+            if settings.bus is None:
+                raise ValueError("--islands needs --bus: the islands' leases are kept there")
+            if not settings.islands:
+                raise ValueError("--islands names no island")
+            first = settings.first_island
+            if first is not None and first.id not in settings.islands:
+                settings = replace(settings, first_island=None)
+        if settings.lease_seconds <= 0:
+            raise ValueError("--lease-seconds must be above 0")
         return settings

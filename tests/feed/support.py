@@ -27,7 +27,8 @@ from litestar import Litestar
 
 from burstmarket.api.errors import HANDLERS
 from burstmarket.events import TickCommitted
-from burstmarket.feed import Feed, FeedOptions, build_feed
+from burstmarket.feed.feed import Feed, build_feed
+from burstmarket.feed.service import FeedOptions
 from burstmarket.feed.wire import FeedWebSocketProtocol
 from burstmarket.store import Database
 
@@ -48,6 +49,7 @@ def usd(value: Decimal | None) -> float | None:
 class Settings:
     data_dir: Path
     tick_seconds: float = TICK.total_seconds()
+    bus: str | None = None
 
 
 class MarketDB(Database):

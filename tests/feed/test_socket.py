@@ -14,8 +14,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from burstmarket.feed import FeedOptions
 from burstmarket.feed.messages import Row
+from burstmarket.feed.service import FeedOptions
 from tests.feed.support import FeedServer, MarketDB, RawClient, backfill
 
 HOLD = {"a": (16, "2.5"), "b": (8, "3.1")}
@@ -114,7 +114,7 @@ def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[i
     (so the read sees it) with its publication `publish_after` seconds later, or, with None,
     after the read with its publication before the read returns. Returns the ticks made."""
     feed = server.feed
-    read = feed._read_replay
+    read = feed.service._read_replay
     made: list[int] = []
 
     async def read_while_ticking(channel: str, from_tick: int, to_tick: int) -> list[Row]:
@@ -129,7 +129,7 @@ def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[i
         made.append(event.tick)
         return rows
 
-    feed._read_replay = read_while_ticking  # type: ignore[method-assign]
+    feed.service._read_replay = read_while_ticking  # type: ignore[method-assign]
     return made
 
 

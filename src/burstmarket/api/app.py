@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
-import mimetypes
+import logging
+import os
+import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from pathlib import Path
 
+import anyio.to_thread
 import msgspec
 from litestar import Litestar, MediaType, Response, get
-from litestar.config.cors import CORSConfig
 from litestar.di import Provide
-from litestar.params import FromPath
 from litestar.types import ControllerRouterHandler
 
 from burstmarket import apidoc, metrics
@@ -23,10 +24,11 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
+from burstmarket.api.web import STATIC, cors, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
-from burstmarket.errors import NotFound
-from burstmarket.feed import FeedOptions, build_feed
+from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
+from burstmarket.lease import Leases, LeaseUnavailable
 from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
@@ -34,17 +36,7 @@ from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
-"""The dashboard's and the console's pages, scripts and styles, and the API docs' Swagger UI
-(`docs-ui/`): shipped in the package, no CDN."""
-
-
-STATIC_FILES = {
-    path.relative_to(STATIC).as_posix(): path for path in STATIC.rglob("*") if path.is_file()
-}
-"""The files `/static/` serves, by name: a request names one of them or gets 404, and what a
-client typed (a NUL byte, 5,000 characters) never reaches the file system."""
-
+log = logging.getLogger(__name__)
 
 @get("/", include_in_schema=False)
 async def dashboard() -> Response[bytes]:
@@ -57,17 +49,6 @@ async def console() -> Response[bytes]:
     """The tenants' console: signed in with a cluster token, it calls the tenant API like any
     other client (README, "Console")."""
     return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
-
-
-@get("/static/{name:path}", include_in_schema=False)
-async def static_file(name: FromPath[str]) -> Response[bytes]:
-    """The dashboard's and the console's scripts, styles and charts, the docs UI's (shipped in the
-    package)."""
-    path = STATIC_FILES.get(name.lstrip("/"))
-    if path is None:
-        raise NotFound("no such static file", path=name)
-    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-    return Response(path.read_bytes(), media_type=media_type)
 
 
 HISTORY_DICTIONARY = msgspec.json.encode(dictionary.as_json())
@@ -88,38 +69,58 @@ def _clock(settings: Settings) -> Clock:
     return ManualClock(start_ns - start_ns % NS_PER_MS)
 
 
-def _cors(settings: Settings) -> CORSConfig | None:
-    """Pages of other origins may read the public market data: GET, with If-None-Match to
-    revalidate and the ETag to read. Nothing else passes a preflight, an Authorization header
-    included, so no page can call a tenant or operator endpoint."""
-    if not settings.cors_origins:
-        return None
-    return CORSConfig(
-        allow_origins=list(settings.cors_origins),
-        allow_methods=["GET"],
-        allow_headers=["If-None-Match"],
-        expose_headers=["ETag"],
-        max_age=600,
-    )
+def _leases(settings: Settings, islands: Iterable[str]) -> Leases:
+    """The islands' leases on the bus, claimed (lease.py), or LeaseUnavailable."""
+    assert settings.bus is not None
+    owner = Leases.owner_name(settings.port, str(settings.data_dir.resolve()))
+    leases = Leases(settings.bus, islands, settings.lease_seconds, owner)
+    leases.claim()
+    return leases
+
+
+def _lost(island: str) -> None:
+    """Another process holds an island this one ran (its lease lapsed while this process could
+    not renew it): stop, so that no island is ever ticked by two processes."""
+    log.error("island %s is run by another process now (its lease lapsed): stopping", island)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def create_app(settings: Settings) -> Litestar:
-    db = Database(settings.database_path)
+    # With --islands, the leases first: a process refused them never opens the store (which
+    # the owner may hold, on shared storage).
+    leases = None
+    if settings.bus is not None and settings.islands is not None:
+        leases = _leases(settings, settings.islands)
+    try:
+        db = Database(settings.database_path)
+    except Exception:
+        if leases is not None:  # the next process need not wait for them to lapse
+            leases.release()
+        raise
     clock = _clock(settings)
     market = Market(db, clock, settings)
+    if settings.bus is not None and leases is None:  # every island of the store
+        try:
+            leases = _leases(settings, market.island_ids())
+        except LeaseUnavailable:
+            db.close()
+            raise
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(
-        db, settings, FeedOptions(backlog=settings.feed_backlog,
-                                  ping_seconds=settings.feed_ping_seconds)
-    )
+    feed = build_feed(db, settings, feed_options(settings))
     market.listeners += [feed.on_tick, metrics.on_tick]
     metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None
 
+    async def renew(leases: Leases) -> None:
+        while True:
+            await asyncio.sleep(leases.seconds / 3)
+            await anyio.to_thread.run_sync(leases.renew, _lost)
+
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        renewing = None if leases is None else asyncio.create_task(renew(leases))
         await feed.start()
         if scheduler is not None:
             scheduler.start()
@@ -134,6 +135,10 @@ def create_app(settings: Settings) -> Litestar:
                 await scheduler.stop()
             await feed.stop()
             db.close()
+            if leases is not None and renewing is not None:
+                renewing.cancel()
+                await asyncio.gather(renewing, return_exceptions=True)
+                await anyio.to_thread.run_sync(leases.release)
 
     handlers: list[ControllerRouterHandler] = [
         tenant.router(tokens, deps.tenant),
@@ -155,9 +160,10 @@ def create_app(settings: Settings) -> Litestar:
         openapi_config=apidoc.openapi_config(),
         plugins=[apidoc.MoneyAsNumber()],
         request_max_body_size=settings.max_body_bytes,
-        cors_config=_cors(settings),
+        cors_config=cors(settings),
         debug=False,
         logging_config=None,  # server.py configures logging once for the process
     )
     apidoc.finish(app.openapi_schema)
     return app
+

@@ -32,7 +32,6 @@ from burstmarket.errors import (
     Unauthorized,
 )
 from burstmarket.market.refusals import log_refusal
-from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +106,9 @@ def on_http_error(request: AnyRequest, exc: Exception) -> Response[Any]:
 
 
 def on_bug(request: AnyRequest, exc: Exception) -> Response[Any]:
+    # Here, not at the top: a feed edge answers with these handlers and never loads the store.
+    from burstmarket.store import store_fault
+
     fault = store_fault(exc)
     if fault is not None:
         return refusal(request, fault)

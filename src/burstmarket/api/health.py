@@ -4,12 +4,14 @@ contract; docs/api.md "Running it" describes them).
 
 Ready means the store answers a query and, on the real clock, every island's last tick is
 younger than three intervals of the wall clock. On the manual clock ticks come only when asked
-for (`POST /api/admin/ticks`), so no tick is ever late and the store alone decides.
+for (`POST /api/admin/ticks`), so no tick is ever late and the store alone decides. A feed edge
+(feed/edge.py) is ready while it follows the bus.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -18,8 +20,10 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import HeaderParameter
 
 from burstmarket import __version__, metrics
-from burstmarket.scheduler import TickScheduler
-from burstmarket.store import Database
+
+if TYPE_CHECKING:  # a feed edge serves the probes too, and loads neither
+    from burstmarket.scheduler import TickScheduler
+    from burstmarket.store import Database
 
 LATE_INTERVALS = 3
 """A tick older than this many intervals makes the service not ready."""
@@ -33,7 +37,24 @@ AcceptHeader = Annotated[str, HeaderParameter(name="accept")]
 def routes(
     db: Database, scheduler: TickScheduler | None, tick_seconds: float
 ) -> list[HTTPRouteHandler]:
-    """The four handlers, over the service's store and (on the real clock) its tick loop."""
+    """The four handlers, over the market's store and (on the real clock) its tick loop."""
+
+    async def checks() -> dict[str, Check]:
+        return {"store": await _store(db), "ticks": _ticks(scheduler, tick_seconds)}
+
+    async def versions() -> dict[str, Any]:
+        schema = await anyio.to_thread.run_sync(db.schema_version)
+        return {"version": __version__, "schema_version": schema}
+
+    return probes(checks, versions)
+
+
+def probes(
+    checks: Callable[[], Awaitable[dict[str, Check]]],
+    versions: Callable[[], Awaitable[dict[str, Any]]],
+) -> list[HTTPRouteHandler]:
+    """The four handlers of any burstmarket process (a market, a feed edge): `checks` decide
+    readiness, each `{"ok", "detail", ...}`; `versions` is what `/version` answers."""
 
     @get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
@@ -43,16 +64,15 @@ def routes(
     @get("/readyz", include_in_schema=False)
     async def readyz() -> Response[dict[str, Any]]:
         """200 when ready, else 503; either way every check, and the failing ones named."""
-        checks = {"store": await _store(db), "ticks": _ticks(scheduler, tick_seconds)}
-        failing = [name for name, check in checks.items() if not check["ok"]]
-        body = {"ready": not failing, "failing": failing, "checks": checks}
+        found = await checks()
+        failing = [name for name, check in found.items() if not check["ok"]]
+        body = {"ready": not failing, "failing": failing, "checks": found}
         return Response(body, status_code=503 if failing else 200)
 
     @get("/version", include_in_schema=False)
     async def version() -> dict[str, Any]:
-        """The package's version and the schema version of the store it runs on."""
-        schema = await anyio.to_thread.run_sync(db.schema_version)
-        return {"version": __version__, "schema_version": schema}
+        """The package's version (and, in a market, the schema version of its store)."""
+        return await versions()
 
     @get("/metrics", include_in_schema=False)
     async def scrape(accept: AcceptHeader = "") -> Response[bytes]:

@@ -94,13 +94,22 @@ def post_wire(deps: Deps, name: FromPath[str], data: JSONBody[Wire]) -> AccountV
 @threaded
 def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreatedView:
     """A cluster of an account on an island; its token is shown here, once."""
+    _runs(deps, data.island)
     return deps.operator.create_cluster(data.account, data.island, data.kind, data.name)
 
 
-@put("/islands/{island_id:str}", responses=refusals(*WITH_BODY, Conflict))
+def _runs(deps: Deps, island: str) -> None:
+    """An island another market process runs (`serve --islands`) is not this one's to change."""
+    if not deps.market.runs(island):
+        raise NotFound(f"island {island!r} is not run by this process (--islands)",
+                       island=island)
+
+
+@put("/islands/{island_id:str}", responses=refusals(*WITH_BODY, NotFound, Conflict))
 @threaded
 def put_island(deps: Deps, island_id: FromPath[str], data: JSONBody[IslandChange]) -> IslandView:
     """Create an island or change it."""
+    _runs(deps, island_id)
     set_spec = data.node_spec is not msgspec.UNSET
     return deps.operator.put_island(
         island_id,
@@ -234,6 +243,8 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
     islands = await anyio.to_thread.run_sync(market.island_ids)
     if data.island is not None and data.island not in islands:
         raise Invalid("island", "no such island", island=data.island)
+    if not islands:
+        raise Invalid("island", "this process runs no island yet")
     last: dict[str, TickCommitted] = {}
     async with deps.tick_lock:
         for _ in range(data.count):

@@ -1,10 +1,7 @@
 """The market-data layer: websocket feed, latest-row and series endpoints, AsyncAPI document.
 
-Wiring (the service's `create_app`): `feed = build_feed(db, settings)`, mount
-`feed.route_handlers`, add `feed.on_tick` to the tick listeners, and run `feed.start()` /
-`feed.stop()` in the lifespan.
+The market's feed is `feed.build_feed(db, settings)` (feed/feed.py): mount its
+`route_handlers`, add its `on_tick` to the tick listeners, and run `start()` / `stop()` in the
+lifespan. A feed edge is `edge.Edge` (feed/edge.py). Nothing is imported here, so that an edge
+loads neither the store nor DuckDB.
 """
-
-from burstmarket.feed.feed import Feed, FeedOptions, build_feed
-
-__all__ = ["Feed", "FeedOptions", "build_feed"]

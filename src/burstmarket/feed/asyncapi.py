@@ -32,7 +32,7 @@ ERROR_CODES = {
     Invalid.code: "a malformed frame or out-of-range value; `field` names it",
     NotFound.code: "a channel of an island that has not ticked (`island`)",
 }
-"""The refusals the feed answers with (feed/feed.py raises no others)."""
+"""The refusals the feed answers with (feed/service.py raises no others)."""
 
 ERROR_FIGURES: dict[str, dict[str, Any]] = {
     "field": {"type": "string", "description": "the field at fault (`invalid`): `frame` when "

@@ -99,24 +99,45 @@ class Prepared:
         return False
 
 
+class _Update(msgspec.Struct):
+    """What a row is rebuilt from: its `update` message as another process encoded it."""
+
+    tick: int
+    time: str
+    data: dict[str, Any]
+
+
+_update_decoder = msgspec.json.Decoder(_Update)
+
+
 class Row:
     """One tick of one channel, with its encodings made on first use."""
 
-    __slots__ = ("_response", "_snapshot", "_trimmed", "_update", "channel", "data", "island",
-                 "tick", "time")
+    __slots__ = ("_response", "_snapshot", "_trimmed", "_update", "_update_json", "channel",
+                 "data", "island", "tick", "time")
 
     def __init__(
-        self, channel: str, island: str, tick: int, time: datetime, data: dict[str, Any]
+        self, channel: str, island: str, tick: int, time: datetime | str, data: dict[str, Any]
     ) -> None:
         self.channel = channel
         self.island = island
         self.tick = tick
-        self.time = rfc3339(time)
+        self.time = time if isinstance(time, str) else rfc3339(time)
         self.data = data
+        self._update_json: bytes | None = None
         self._update: bytes | None = None
         self._snapshot: bytes | None = None
         self._response: Prepared | None = None
         self._trimmed: dict[tuple[str, int], Prepared] = {}
+
+    @classmethod
+    def from_update(cls, channel: str, island: str, update_json: bytes) -> Row:
+        """The row whose `update` message is `update_json` (from the bus, feed/bus.py): the
+        same bytes go out in its update frames, never encoded again."""
+        message = _update_decoder.decode(update_json)
+        row = cls(channel, island, message.tick, message.time, message.data)
+        row._update_json = update_json
+        return row
 
     def _message(self, kind: str) -> dict[str, Any]:
         return {
@@ -125,9 +146,16 @@ class Row:
         }
 
     @property
+    def update_json(self) -> bytes:
+        """The `update` message, encoded once."""
+        if self._update_json is None:
+            self._update_json = _encoder.encode(self._message("update"))
+        return self._update_json
+
+    @property
     def update(self) -> bytes:
         if self._update is None:
-            self._update = message_frame(self._message("update"))
+            self._update = text_frame(self.update_json)
         return self._update
 
     @property

@@ -59,6 +59,7 @@ class Market:
             self.figures = Figures(cur, settings.tick_ms * NS_PER_MS, started_at=clock.now_ns())
         self.hot = Hot(db, self.figures, self.lock)
         self._runner = TickRunner(db, clock, self.lock, self.figures, self.hot)
+        self._only = None if settings.islands is None else frozenset(settings.islands)
         self.listeners: list[Listener] = []
         """Told of every committed tick, on the event loop (`publish`)."""
 
@@ -70,9 +71,14 @@ class Market:
         """The cluster a token belongs to, from memory (safe on the event loop)."""
         return self.figures.cluster_for_token(token)
 
+    def runs(self, island: str) -> bool:
+        """Whether this process runs `island` (`--islands`; without it, every island)."""
+        return self._only is None or island in self._only
+
     def island_ids(self) -> list[str]:
+        """The islands this process ticks."""
         with self.db.read() as cur:
-            return [row["id"] for row in fetch(cur, "islands")]
+            return [row["id"] for row in fetch(cur, "islands") if self.runs(row["id"])]
 
     def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
         """Run and commit one tick of one island (market/runner.py). Blocking: call it from a

@@ -1,0 +1,57 @@
+"""What the market's app (api/app.py) and a feed edge's (api/edge.py) share: the files shipped
+in the package that `/static/` serves (the dashboard's, the console's, the API docs' Swagger
+UI), CORS for the public market data, and the feed's options."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from litestar import Response, get
+from litestar.config.cors import CORSConfig
+from litestar.params import FromPath
+
+from burstmarket.errors import NotFound
+from burstmarket.feed.service import FeedOptions
+from burstmarket.settings import Settings
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+"""The dashboard's and the console's pages, scripts and styles, and the API docs' Swagger UI
+(`docs-ui/`): shipped in the package, no CDN."""
+
+
+STATIC_FILES = {
+    path.relative_to(STATIC).as_posix(): path for path in STATIC.rglob("*") if path.is_file()
+}
+"""The files `/static/` serves, by name: a request names one of them or gets 404, and what a
+client typed (a NUL byte, 5,000 characters) never reaches the file system."""
+
+
+@get("/static/{name:path}", include_in_schema=False)
+async def static_file(name: FromPath[str]) -> Response[bytes]:
+    """The dashboard's and the console's scripts, styles and charts, the docs UI's (shipped in the
+    package)."""
+    path = STATIC_FILES.get(name.lstrip("/"))
+    if path is None:
+        raise NotFound("no such static file", path=name)
+    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return Response(path.read_bytes(), media_type=media_type)
+
+
+def cors(settings: Settings) -> CORSConfig | None:
+    """Pages of other origins may read the public market data: GET, with If-None-Match to
+    revalidate and the ETag to read. Nothing else passes a preflight, an Authorization header
+    included, so no page can call a tenant or operator endpoint."""
+    if not settings.cors_origins:
+        return None
+    return CORSConfig(
+        allow_origins=list(settings.cors_origins),
+        allow_methods=["GET"],
+        allow_headers=["If-None-Match"],
+        expose_headers=["ETag"],
+        max_age=600,
+    )
+
+
+def feed_options(settings: Settings) -> FeedOptions:
+    return FeedOptions(backlog=settings.feed_backlog, ping_seconds=settings.feed_ping_seconds)
