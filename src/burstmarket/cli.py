@@ -211,6 +211,7 @@ def serve(
             port,
             data_dir.resolve(),
         )
+        log.info("console %s/console (tenants sign in with a cluster token)", url)
         log.info("%s; simulated tenants %s", _pace(settings.clock, tick_seconds, speed),
                  "on" if simulate else "off")
         if simulate or speed is not None:

@@ -220,6 +220,16 @@ class HeldNodeView(View):
     locked_price: Price | None
 
 
+class ClusterView(View):
+    """The cluster a token acts for: what its console needs to know before anything else."""
+
+    id: str
+    account: str
+    island: str
+    kind: Kind
+    gpus_per_node: int
+
+
 class CapacityView(View):
     """A VM cluster's declaration and what it holds."""
 

@@ -68,7 +68,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 36
+    assert len(operations) == 37
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -199,6 +199,7 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):
                 await call("GET", path, headers=k8s)
+            await call("GET", "/api/cluster", headers=k8s)
             await call("PATCH", "/api/k8s/jobs/train", json={"limit_price_per_gpu_hour": 3},
                        headers=k8s)
             await call("PUT", "/api/spend-limit", json={"usd_per_day": 100}, headers=vm)

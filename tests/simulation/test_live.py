@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests.conftest import Server, StartServer
 from tests.e2e.support import bearer, eventually, ok
+
+
+def console_tenants(log: str) -> list[tuple[str, str, str]]:
+    """(kind, cluster, token) of each tenant the simulation offers for the console."""
+    return re.findall(r"^  (VM|Kubernetes) cluster (\S+) \(island \w+\): (\S+)$", log, re.M)
 
 
 def stats(server: Server, island: str) -> dict[str, Any] | None:
@@ -20,7 +26,8 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     # market time 300x faster than real time (10-s ticks back to back); no operator token is
     # set, so the process makes its own
     server = start_server("--simulate", "--speed", "300", operator_token=None)
-    assert "dashboard http://127.0.0.1:" in server.log()
+    assert f"dashboard {server.url}/" in server.log()
+    assert f"console {server.url}/console" in server.log()
     assert "market time 300x real time: the manual clock, which the simulation ticks" in (
         server.log())
     eventually(
@@ -42,6 +49,15 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     tokens = json.loads((server.data_dir / "simulation.json").read_text())["tokens"]
     kinds = {name.rsplit("-", 1)[1] for name in tokens}
     assert kinds == {"vm", "k8s"}
+    assert (server.data_dir / "simulation.json").stat().st_mode & 0o777 == 0o600
+    # the console's address and a VM and a Kubernetes tenant to sign in as, with their tokens
+    printed = eventually(lambda: console_tenants(server.log()), "the console's tenants", server)
+    assert [kind for kind, _, _ in printed] == ["VM", "Kubernetes"]
+    assert printed[1][1].endswith("-base-k8s")  # the tenant whose page shows a block
+    for kind, name, token in printed:
+        assert tokens[name] == token
+        me = ok(server.client.get("/api/cluster", headers=bearer(token)))
+        assert (me["id"], me["kind"]) == (name, {"VM": "vm", "Kubernetes": "k8s"}[kind])
     k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
     jobs = eventually(
         lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs", server

@@ -44,6 +44,13 @@ async def dashboard() -> Response[bytes]:
     return Response((STATIC / "index.html").read_bytes(), media_type=MediaType.HTML)
 
 
+@get("/console", include_in_schema=False)
+async def console() -> Response[bytes]:
+    """The tenants' console: signed in with a cluster token, it calls the tenant API like any
+    other client (README, "Console")."""
+    return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
+
+
 HISTORY_DICTIONARY = msgspec.json.encode(dictionary.as_json())
 
 
@@ -138,6 +145,7 @@ def create_app(settings: Settings) -> Litestar:
         operator.admin_router(tokens),
         operator.get_islands,
         dashboard,
+        console,
         static_file,
         history_dictionary,
         *feed.route_handlers,

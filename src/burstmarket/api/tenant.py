@@ -32,6 +32,7 @@ from burstmarket.contract import (
     BlockView,
     CapacityDeclaration,
     CapacityView,
+    ClusterView,
     JobChange,
     JobView,
     NewJob,
@@ -66,6 +67,13 @@ SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
 """What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
 `forbidden`), its rate, the store."""
 WITH_BODY = (*SIGNED, Invalid, TooLarge)
+
+
+@get("/cluster", responses=refusals(*SIGNED))
+@threaded
+def get_cluster(me: Me) -> ClusterView:
+    """The cluster this token acts for: its account, island, kind and the island's node size."""
+    return me.tenant.cluster(me.cluster)
 
 
 @get("/vm/capacity", responses=refusals(*SIGNED))
@@ -250,6 +258,7 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
     return Router(
         "/api",
         route_handlers=[
+            get_cluster,
             get_capacity,
             put_capacity,
             get_bid,

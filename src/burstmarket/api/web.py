@@ -1,6 +1,6 @@
 """What the market's app (api/app.py) and a feed edge's (api/edge.py) share: the files shipped
-in the package that `/static/` serves (the dashboard's, the API docs' Swagger UI), CORS for the
-public market data, and the feed's options."""
+in the package that `/static/` serves (the dashboard's, the console's, the API docs' Swagger
+UI), CORS for the public market data, and the feed's options."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from burstmarket.feed.service import FeedOptions
 from burstmarket.settings import Settings
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-"""The dashboard's page, script and styles, and the API docs' Swagger UI (`docs-ui/`): shipped
-in the package, no CDN."""
+"""The dashboard's and the console's pages, scripts and styles, and the API docs' Swagger UI
+(`docs-ui/`): shipped in the package, no CDN."""
 
 
 STATIC_FILES = {
@@ -29,7 +29,8 @@ client typed (a NUL byte, 5,000 characters) never reaches the file system."""
 
 @get("/static/{name:path}", include_in_schema=False)
 async def static_file(name: FromPath[str]) -> Response[bytes]:
-    """The dashboard's script, styles and chart, the docs UI's (shipped in the package)."""
+    """The dashboard's and the console's scripts, styles and charts, the docs UI's (shipped in the
+    package)."""
     path = STATIC_FILES.get(name.lstrip("/"))
     if path is None:
         raise NotFound("no such static file", path=name)

@@ -15,6 +15,7 @@ from burstmarket.contract import (
     BidView,
     BillingRowView,
     CapacityView,
+    ClusterView,
     HeldNodeView,
     JobEventView,
     JobView,
@@ -180,6 +181,20 @@ class Tenant:
             )
 
     # --- VM capacity ----------------------------------------------------------------------
+
+    def cluster(self, cluster_id: str) -> ClusterView:
+        def read(cur: Cursor) -> ClusterView:
+            c = read_cluster(cur, cluster_id)
+            island = read_island(cur, c.island)
+            return ClusterView(
+                id=c.id,
+                account=c.account,
+                island=island.id,
+                kind=c.kind,
+                gpus_per_node=island.gpus_per_node,
+            )
+
+        return self._read(read)
 
     def vm_capacity(self, cluster_id: str) -> CapacityView:
         return self._read(lambda cur: self._vm_view(cur, cluster_id))

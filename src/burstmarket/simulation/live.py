@@ -64,10 +64,22 @@ async def _main(options: LiveOptions) -> None:
                     http=http,
                     seed=options.seed,
                 )
-            await run(world, pace)
+            await run(world, pace, ready=lambda w: announce(options.base_url, w))
         except Exception:
             # the service goes on without its simulation; say why it stopped
             log.exception("simulation stopped")
+
+
+def announce(base_url: str, world: World) -> None:
+    """Where the console is and whom to sign in as: on standard output, for the person who
+    ran `make run` (never into the service's log). The tokens stay in the simulation's own
+    file, readable by its owner only."""
+    lines = [f"burstmarket: console {base_url}/console — sign in as a simulated tenant "
+             f"(tokens kept in {world.state_path}, mode 0600):"]
+    for spec, token in world.console_tenants():
+        kind = "VM" if spec.kind == "vm" else "Kubernetes"
+        lines.append(f"  {kind} cluster {spec.name} (island {spec.island}): {token}")
+    print("\n".join(lines), flush=True)
 
 
 async def _wait_ready(http: httpx.AsyncClient, base_url: str) -> None:

@@ -73,11 +73,19 @@ class Driven:
         return stats.time
 
 
-async def run(world: World | None, pace: Pace, duration: timedelta | None = None) -> datetime:
+async def run(
+    world: World | None,
+    pace: Pace,
+    duration: timedelta | None = None,
+    ready: Callable[[World], None] | None = None,
+) -> datetime:
     """Step the world once per tick for `duration` of market time (forever if None); the
-    market time at the end. Without a world only the pace runs (a faster clock, no tenants)."""
+    market time at the end. Without a world only the pace runs (a faster clock, no tenants).
+    `ready` is called once the world's tenants exist."""
     if world is not None:
         await world.setup()  # islands and clusters first, so the first tick is every island's
+        if ready is not None:
+            ready(world)
     now = await pace.first()
     until = None if duration is None else now + duration
     if world is not None:

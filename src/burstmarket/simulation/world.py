@@ -100,6 +100,17 @@ class World:
             if spec.base_load is not None:
                 await self.operator.set_packing(spec.name, True)
 
+    def console_tenants(self) -> list[tuple[TenantSpec, str]]:
+        """Whom a person running the demo signs in as on the console, with their tokens: the
+        first VM tenant, and the Kubernetes tenant that buys base load (so the page shows a
+        block), else the first Kubernetes one."""
+        created = self._created
+        vm = next((c for c in created if c[0].kind == "vm"), None)
+        k8s = next((c for c in created if c[0].base_load is not None), None) or next(
+            (c for c in created if c[0].kind == "k8s"), None
+        )
+        return [c for c in (vm, k8s) if c is not None]
+
     async def start(self, now: datetime) -> None:
         """Start every tenant (set up first)."""
         for spec, token in self._created:

@@ -1,0 +1,579 @@
+// The tenant console (/console): a cluster signs in with its token and sees the Burst capacity
+// page, Base Load above Preemptible. Every read and action is a call of the public tenant API
+// (api.js); the island's prices and price-to-win ladder come live from the public websocket
+// feed (/ws/market), and each tick of the island refreshes the cluster's own reads, so a grant
+// or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
+// data-refreshed-tick (what the browser test waits for).
+import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
+import { drawSpend } from "./spendchart.js";
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const RANGES = { day: 24 * 3600e3, week: 7 * 24 * 3600e3, month: 30 * 24 * 3600e3 };
+const LADDER_ROWS = 12;  // rungs shown (and the one for the GPUs typed)
+const BUCKET = { "1h": 3600e3, "1d": 24 * 3600e3 };
+const SPEC_LABELS = { cpu: "CPU", gpus: "GPUs", memory: "Memory", storage: "Storage",
+  network: "Network" };
+const REASONS = {
+  "spend-limit": "the spend limit: what is left in this 24 h window does not cover them at "
+    + "your ceiling",
+  "billing-hold": "a billing hold: the account's balance is at or below zero",
+  ReservedBusy: "waiting for the base load block: no live block, or its GPUs are all busy",
+  ReservedTooSmall: "its pods are each smaller than a node but together larger than one: "
+    + "resubmit with whole-node pods or fewer pods",
+  PackingDisabled: "jobs smaller than a node need packing onto the block, which is not "
+    + "enabled for this cluster",
+};
+
+const SIGNED_OUT = "burstmarket.console.signed-out";  // why the last session ended
+
+let me = null;          // the signed-in cluster: {id, account, island, kind, gpus_per_node}
+let socket = null;
+let lastTick = 0, lastTime = null;
+let refreshing = null, again = false;
+let picked = null;      // the offer cell picked in the buy card
+let ladder = [];
+
+function el(tag, text, attrs = {}) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  return node;
+}
+
+function row(cells, attrs, cell = "td") {
+  const tr = el("tr", null, attrs);
+  for (const text of cells) tr.appendChild(el(cell, text));
+  return tr;
+}
+
+function say(node, message) {
+  node.textContent = message || "";
+  node.hidden = !message;
+}
+
+// Run an action of a form or a button: its refusal, if any, in words where it belongs.
+async function act(box, action) {
+  const where = $(".refusal[role=alert]", box);
+  say(where, "");
+  try {
+    await action();
+    await refresh();
+  } catch (error) {
+    if (!(error instanceof Refusal)) throw error;
+    say(where, error.message);
+    if (error.code === "unauthorized") signOut(error.message);
+  }
+}
+
+// A number field's value (null when empty); a price goes out with the digits typed, which the
+// API reads exactly (and refuses past 4 decimals).
+const number = (form, name) => {
+  const value = form.elements[name].value.trim();
+  return value === "" ? null : Number(value);
+};
+
+// --- sign in / out ----------------------------------------------------------------------------
+
+async function signIn(value) {
+  token.set(value);
+  try {
+    me = await api.get("/api/cluster");
+  } catch (error) {
+    token.clear();
+    if (!(error instanceof Refusal)) throw error;
+    say($("#sign-in-error"), error.message);
+    return;
+  }
+  say($("#sign-in-error"), "");
+  $("#token").value = "";
+  $("#sign-in").hidden = true;
+  $("#console").hidden = false;
+  $("#who").hidden = false;
+  document.body.dataset.kind = me.kind;
+  $("#who-cluster").textContent = me.id;
+  $("#who-account").textContent = me.account;
+  $("#who-island").textContent = me.island;
+  $("#who-kind").textContent = me.kind === "vm" ? "VM cluster" : "Kubernetes cluster";
+  $("#declare").elements.max_gpus.step = String(me.gpus_per_node);
+  $("#declare .grid-hint").textContent =
+    `Whole nodes only: a multiple of ${me.gpus_per_node} GPUs on this island.`;
+  await showIsland();
+  connect();
+  await refresh();
+}
+
+// Signing out loads the page afresh: nothing of the cluster stays in it, not even hidden, for
+// whoever signs in next in this tab. The reason, if any, is said on the sign-in form.
+function signOut(message) {
+  token.clear();
+  if (message) sessionStorage.setItem(SIGNED_OUT, message);
+  location.reload();
+}
+
+function setStatus(state, text) {
+  const status = $("#status");
+  status.dataset.state = state;
+  status.textContent = text;
+}
+
+// --- the island: node specs (public /api/islands) ---------------------------------------------
+
+async function showIsland() {
+  const islands = await (await fetch("/api/islands")).json();
+  const island = islands.find((i) => i.id === me.island);
+  const lines = [`${island.nodes} nodes × ${island.gpus_per_node} GPUs on island ${island.id}`];
+  const spec = island.node_spec;
+  if (spec && typeof spec === "object" && !Array.isArray(spec)) {
+    for (const [key, value] of Object.entries(spec)) {
+      lines.push(`${SPEC_LABELS[key] || key}: ${value}`);
+    }
+  } else if (spec) {
+    lines.push(String(spec));
+  }
+  $("#specs .spec-lines").replaceChildren(...lines.map((line) => el("li", line)));
+}
+
+// --- live: the island's feed --------------------------------------------------------------------
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/ws/market`);
+  socket.onopen = () => subscribe();
+  socket.onmessage = (event) => onMessage(JSON.parse(event.data));
+  socket.onclose = () => {
+    setStatus("down", "feed disconnected · reconnecting…");
+    setTimeout(connect, 2000);
+  };
+}
+
+function subscribe() {
+  const channels = [`stats:${me.island}`, `ladder:${me.island}`];
+  socket.send(JSON.stringify({ op: "subscribe", channels }));
+}
+
+function onMessage(message) {
+  if (message.type === "snapshot" || message.type === "update") {
+    if (message.channel.startsWith("ladder:")) {
+      ladder = message.data.rungs || [];
+      showLadder();
+    } else if (message.tick > lastTick) {
+      lastTick = message.tick;
+      lastTime = message.time;
+      setStatus("live", `live · tick ${lastTick} at ${time(lastTime)}`);
+      refresh();
+    }
+  } else if (message.type === "error" && message.error === "not-found") {
+    // the island has not ticked yet: ask again shortly
+    setStatus("waiting", "waiting for the island's first tick…");
+    setTimeout(() => { if (socket && socket.readyState === WebSocket.OPEN) subscribe(); }, 2000);
+  }
+}
+
+// --- the cluster's own reads, after each tick and each action ---------------------------------
+
+function refresh() {
+  if (refreshing) { again = true; return refreshing; }
+  refreshing = (async () => {
+    do {
+      again = false;
+      const tick = lastTick;
+      try {
+        await Promise.all(me.kind === "vm"
+          ? [showCapacity(), showSpend(), showBilling(), showBaseLoadForVm()]
+          : [showBid(), showJobs(), showBlocks(), showOffers(), showSpend(), showBilling()]);
+        document.body.dataset.refreshedTick = String(tick);
+      } catch (error) {
+        if (!(error instanceof Refusal)) throw error;
+        if (error.code === "unauthorized") { signOut(error.message); return; }
+        setStatus("down", error.message);
+      }
+    } while (again);
+  })().finally(() => { refreshing = null; });
+  return refreshing;
+}
+
+// --- Base Load ------------------------------------------------------------------------------
+
+function showBaseLoadForVm() {
+  say($("#base-load-note"), "Base load blocks are for Kubernetes clusters: this VM cluster "
+    + "holds capacity in the Preemptible section below.");
+}
+
+async function showBlocks() {
+  const { live, past } = await api.get("/api/base-load");
+  const box = $("#your-block .live-block");
+  if (!live) {
+    box.replaceChildren(el("p", "No live block. A block bought below starts at once and "
+      + "shows here.", { class: "note" }));
+  } else {
+    const figures = [
+      ["block", live.id],
+      ["nodes", `${plural(live.nodes, "node")} (${live.gpus} GPUs)`],
+      ["rate", rate(live.rate_per_gpu_hour)],
+      ["term", `${hours(live.term_hours)}, ${time(live.starts_at)} to ${time(live.ends_at)}`],
+      ["ends", time(live.ends_at)],
+      ["price", usd(live.price_usd)],
+      ["billed so far", usd(live.billed_usd)],
+      ["deposit", live.deposit_usd ? `${usd(live.deposit_usd)} (held: `
+        + `${usd(live.deposit_held_usd)})` : "none: the balance covered the price"],
+    ];
+    if (live.owed_by) {
+      figures.push(["owed by wire", `${usd(live.owed_usd)} due by ${time(live.owed_by)}`
+        + (live.overdue ? " — overdue" : "")]);
+    }
+    const dl = el("dl", null, { class: "block-figures", "data-block": live.id });
+    for (const [term, value] of figures) {
+      dl.append(el("dt", term), el("dd", value, { "data-figure": term }));
+    }
+    box.replaceChildren(dl);
+  }
+  const table = $("#your-block .past-blocks");
+  table.hidden = past.length === 0;
+  $("tbody", table).replaceChildren(...past.map((b) => row([
+    b.id, b.nodes, b.gpus, price4(b.rate_per_gpu_hour), time(b.starts_at),
+    time(b.ended_at || b.ends_at), b.state, amount2(b.billed_usd),
+  ])));
+}
+
+function cellText(cell) {
+  if (cell.state === "available") return rate(cell.rate_per_gpu_hour);
+  if (cell.state === "not-available") return "not available on this island";
+  return cell.until ? `sold out until ${time(cell.until)}` : "sold out";
+}
+
+async function showOffers() {
+  const offers = await api.get("/api/base-load/offers");
+  const card = $("#buy");
+  const fold = $("details.fold", card);
+  const folded = offers.live_block !== null;
+  card.dataset.folded = String(folded);
+  $(".fold-line", card).textContent = folded
+    ? "This cluster holds a live block (above): another can be bought when it ends."
+    : `Posted sizes and terms on island ${offers.island} (pick one)`;
+  if (folded && card.dataset.wasFolded !== "true") fold.open = false;
+  if (!folded) fold.open = true;
+  card.dataset.wasFolded = String(folded);
+  say($(".closed", card), offers.buying_open ? "" : "Buying base load on this island is not "
+    + "open here: your account team arranges the block.");
+  const sizes = [...new Set(offers.cells.map((c) => c.size_gpus))].sort((a, b) => a - b);
+  const terms = [...new Set(offers.cells.map((c) => c.term_hours))].sort((a, b) => a - b);
+  const head = row(["size", ...terms.map(hours)], {}, "th");
+  $("table.offers thead", card).replaceChildren(head);
+  $("table.offers", card).hidden = !offers.buying_open || !offers.cells.length;
+  const byKey = new Map(offers.cells.map((c) => [`${c.size_gpus}:${c.term_hours}`, c]));
+  $("table.offers tbody", card).replaceChildren(...sizes.map((size) => {
+    const nodes = size / offers.gpus_per_node;
+    const tr = row([`${size} GPUs (${plural(nodes, "node")})`]);
+    for (const term of terms) {
+      const cell = byKey.get(`${size}:${term}`);
+      const td = el("td", null, { "data-size": size, "data-term": term,
+        "data-state": cell ? cell.state : "none" });
+      if (!cell) td.textContent = "–";
+      else if (cell.state === "available" && !folded) {
+        const button = el("button", cellText(cell), { type: "button" });
+        if (picked && picked.size_gpus === size && picked.term_hours === term) {
+          button.setAttribute("aria-pressed", "true");
+        }
+        button.addEventListener("click", () => pick(cell));
+        td.appendChild(button);
+      } else td.textContent = cellText(cell);
+      tr.appendChild(td);
+    }
+    return tr;
+  }));
+  if (picked) {
+    picked = byKey.get(`${picked.size_gpus}:${picked.term_hours}`) || null;
+    if (folded || !picked || picked.state !== "available") picked = null;
+  }
+  showPick();
+}
+
+function pick(cell) {
+  picked = cell;
+  for (const button of document.querySelectorAll("#buy table.offers button")) {
+    const td = button.parentElement;
+    button.setAttribute("aria-pressed", String(
+      Number(td.dataset.size) === cell.size_gpus && Number(td.dataset.term) === cell.term_hours));
+  }
+  showPick();
+}
+
+function showPick() {
+  const box = $("#buy .pick");
+  box.hidden = !picked;
+  if (!picked) return;
+  const c = picked;
+  $(".pick-price", box).textContent = `${c.size_gpus} GPUs (${plural(c.nodes, "node")}) for `
+    + `${hours(c.term_hours)} at ${rate(c.rate_per_gpu_hour)}: ${usd(c.price_usd)} for the `
+    + "whole block, starting at once.";
+  const wire = c.price_usd - c.deposit_usd;
+  say($(".pick-deposit", box), c.deposit_usd > 0
+    ? `The balance does not cover the whole price: a security deposit of ${usd(c.deposit_usd)}`
+      + " is taken from it now" + (wire > 0 ? `, and ${usd(wire)} is to be wired by the next `
+      + "business day." : ".")
+    : "");
+}
+
+async function buy() {
+  const { size_gpus, term_hours } = picked;
+  await act($("#buy .fold"), async () => {
+    await api.post("/api/base-load", { size_gpus, term_hours });
+    picked = null;
+  });
+}
+
+// --- Preemptible: VM -----------------------------------------------------------------------
+
+let declared = false;
+
+async function showCapacity() {
+  const cap = await api.get("/api/vm/capacity");
+  const form = $("#declare");
+  if (!declared) {  // the form starts from the standing declaration, then is the user's
+    form.elements.max_gpus.value = String(cap.max_gpus);
+    form.elements.price.value = cap.max_price_per_gpu_hour === null ? ""
+      : String(cap.max_price_per_gpu_hour);
+    declared = true;
+    checkGrid();
+  }
+  const box = $("#held");
+  $(".holding", box).textContent = `Holding ${cap.held_gpus} GPUs `
+    + `(${plural(cap.nodes.length, "node")}) of ${cap.max_gpus} declared at most `
+    + rate(cap.max_price_per_gpu_hour)
+    + (cap.rate === null ? "." : `; paying ${rate(cap.rate)} now.`);
+  box.dataset.held = String(cap.held_gpus);
+  const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
+  say($(".pending-why", box), pending || cap.bid_too_low
+    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason) : "");
+  $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
+    n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
+  ])));
+}
+
+function pendingWhy(bidTooLow, reason) {
+  if (bidTooLow) {
+    return "Bid too low: the ceiling is under the island's reserve price, so nothing more can "
+      + "be won and held nodes go back as their windows end.";
+  }
+  if (reason && REASONS[reason]) return `Held back by ${REASONS[reason]}.`;
+  return "Not won at the last tick's prices, or declared since: the next tick decides (the "
+    + "price to win is beside).";
+}
+
+// The grid flagged as it is typed; Declare still sends it, and the server's refusal says why.
+function checkGrid() {
+  const form = $("#declare");
+  const gpus = number(form, "max_gpus");
+  const g = me.gpus_per_node;
+  say($(".off-grid", form), gpus !== null && gpus % g !== 0
+    ? `${gpus} GPUs is not a whole number of ${g}-GPU nodes: ${Math.floor(gpus / g) * g} or `
+      + `${(Math.floor(gpus / g) + 1) * g} would be.` : "");
+  showLadder();
+}
+
+// "What would 4 nodes cost now": the ladder's rung for the GPUs typed, marked in the table.
+function costNow() {
+  const form = $("#declare");
+  const gpus = number(form, "max_gpus");
+  const nodes = gpus ? Math.ceil(gpus / me.gpus_per_node) : 0;
+  const rung = ladder.find((r) => r.nodes === nodes);
+  $(".cost-now", form).textContent = rung
+    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, `
+      + `${usd(rung.price_per_gpu_hour * rung.gpus)} per hour in all` + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
+    : "";
+  for (const tr of document.querySelectorAll("#ladder tbody tr")) {
+    tr.classList.toggle("chosen", Number(tr.dataset.nodes) === nodes);
+  }
+}
+
+// A time of today (the latest tick's day) as its hour, another day's with its date.
+const since = (iso) => (lastTime && iso.slice(0, 10) === lastTime.slice(0, 10)
+  ? iso.slice(11, 16) : time(iso).slice(5));
+
+// The first rungs of the price to win, and the one for the GPUs typed in the VM form.
+function showLadder() {
+  const body = $("#ladder tbody");
+  const wanted = me && me.kind === "vm" ? Math.ceil((number($("#declare"), "max_gpus") || 0)
+    / me.gpus_per_node) : 0;
+  const shown = ladder.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
+  if (!shown.length) {
+    body.replaceChildren(row(["no node can be contested now"]));
+  } else {
+    body.replaceChildren(...shown.map((r) => row([
+      r.nodes, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
+      r.contestable_at ? `from ${since(r.contestable_at)}` : "now",
+    ], { "data-nodes": r.nodes })));
+  }
+  if (me && me.kind === "vm") costNow();
+}
+
+// --- Preemptible: Kubernetes ---------------------------------------------------------------
+
+async function showBid() {
+  const bid = await api.get("/api/k8s/bid");
+  $("#bid .bid-now").textContent = bid.limit_price_per_gpu_hour === null
+    ? "No limit price: the jobs bid nothing on the market until one is set."
+    : `Now ${rate(bid.limit_price_per_gpu_hour)}` + (bid.bid_too_low
+      ? " — bid too low: under the island's reserve price, nothing is granted." : ".");
+}
+
+async function showJobs() {
+  const jobs = await api.get("/api/k8s/jobs");
+  const list = $("#jobs .job-list");
+  if (!jobs.length) {
+    list.replaceChildren(el("p", "No jobs yet.", { class: "note" }));
+    return;
+  }
+  list.replaceChildren(...jobs.map((job) => {
+    const box = el("div", null, { class: "job", "data-job": job.name, "data-state": job.state });
+    const size = job.pods ? `${job.pods} pods × ${job.gpus_per_pod} GPUs`
+      : plural(job.nodes, "node");
+    const line = el("div", null, { class: "job-line" });
+    line.append(
+      el("b", job.name), el("span", size),
+      el("span", job.state, { class: `state ${job.state}` }),
+      el("span", `${plural(job.node_ids.length, "node")} held`, { class: "held-nodes" }),
+      el("span", job.rate === null ? "no rate" : rate(job.rate)),
+      el("span", `limit ${job.limit_price_per_gpu_hour === null ? "the cluster's"
+        : rate(job.limit_price_per_gpu_hour)}`),
+    );
+    if (job.state !== "finished") {
+      const finish = el("button", "Finish", { type: "button", class: "finish" });
+      finish.addEventListener("click", () => act($("#jobs"),
+        () => api.delete(`/api/k8s/jobs/${encodeURIComponent(job.name)}`)));
+      line.appendChild(finish);
+    }
+    box.appendChild(line);
+    if (job.reason && REASONS[job.reason]) {
+      box.appendChild(el("p", `Waiting: ${REASONS[job.reason]}.`, { class: "why" }));
+    } else if (job.bid_too_low && job.state === "pending") {
+      box.appendChild(el("p", "Waiting: bid too low, under the island's reserve price.",
+        { class: "why" }));
+    }
+    const events = [...job.events].sort((a, b) => b.at.localeCompare(a.at));
+    const ul = el("ul", null, { class: "events" });
+    for (const event of events) {
+      const li = el("li", null, { "data-type": event.type });
+      li.append(el("span", time(event.at), { class: "at" }), el("b", event.type),
+        el("span", event.detail));
+      ul.appendChild(li);
+    }
+    box.appendChild(ul);
+    return box;
+  }));
+}
+
+// --- spend limit ---------------------------------------------------------------------------
+
+async function showSpend() {
+  const s = await api.get("/api/spend-limit");
+  const figures = [
+    ["limit", s.usd_per_day === null ? "none" : `${usd(s.usd_per_day)} per day`],
+    ["window started", s.window_started_at ? time(s.window_started_at) : "no window open"],
+    ["spent", usd(s.spent_usd)],
+    ["committed", usd(s.committed_usd)],
+    ["left", s.left_usd === null ? "no limit" : usd(s.left_usd)],
+  ];
+  $("#spend .spend-figures").replaceChildren(...figures.flatMap(([term, value]) => [
+    el("dt", term), el("dd", value, { "data-figure": term })]));
+}
+
+// --- billing -------------------------------------------------------------------------------
+
+function billingRange() {
+  const form = $("#billing");
+  const granularity = $("select[name=granularity]", form).value;
+  const width = BUCKET[granularity];
+  const now = lastTime ? Date.parse(lastTime) : Date.now();
+  const end = Math.floor(now / width) * width + width;  // the bucket still open included
+  const start = end - RANGES[$("select[name=range]", form).value];
+  const query = `start=${new Date(start).toISOString()}&end=${new Date(end).toISOString()}`
+    + `&granularity=${granularity}`;
+  return { start, end, width, query };
+}
+
+async function showBilling() {
+  const { start, end, width, query } = billingRange();
+  const rows = await api.get(`/api/billing?${query}`);
+  $("#billing").dataset.query = query;
+  const buckets = [];
+  for (let t = start; t < end; t += width) buckets.push(t);
+  drawSpend($("#billing canvas"), rows, buckets, width);
+  const total = (kind) => rows.filter((r) => r.kind === kind)
+    .reduce((sum, r) => sum + r.amount_usd, 0);
+  $("#billing .billing-total").textContent = `In this range: ${usd(total("market"))} market, `
+    + `${usd(total("base_load"))} base load.`;
+  $("#billing tbody").replaceChildren(...rows.map((r) => row([
+    time(r.start), time(r.end), r.kind === "market" ? "market" : "base load",
+    r.gpu_hours.toFixed(2), r.amount_usd.toFixed(6),
+  ], { "data-kind": r.kind })));
+}
+
+async function downloadCsv() {
+  const { query } = billingRange();
+  await act($("#billing"), async () => {
+    const text = await api.csv(`/api/billing?${query}&format=csv`);
+    const link = el("a", null, { download: `billing-${me.id}.csv` });
+    link.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  });
+}
+
+// --- wiring --------------------------------------------------------------------------------
+
+$("#sign-in").addEventListener("submit", (event) => {
+  event.preventDefault();
+  signIn($("#token").value.trim());
+});
+$("#sign-out").addEventListener("click", () => signOut());
+
+$("#declare").addEventListener("input", checkGrid);
+$("#declare").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = event.target;
+  act(form, () => api.put("/api/vm/capacity", {
+    max_gpus: number(form, "max_gpus"), max_price_per_gpu_hour: number(form, "price"),
+  }));
+});
+
+$("#bid").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(event.target, () => api.put("/api/k8s/bid",
+    { limit_price_per_gpu_hour: number(event.target, "price") }));
+});
+
+$("#jobs .new-job").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const form = event.target;
+  const body = { name: form.elements.name.value.trim() };
+  for (const field of ["nodes", "pods", "gpus_per_pod"]) {
+    const value = number(form, field);
+    if (value !== null) body[field] = value;
+  }
+  const limit = number(form, "price");
+  if (limit !== null) body.limit_price_per_gpu_hour = limit;
+  act($("#jobs"), async () => {
+    await api.post("/api/k8s/jobs", body);
+    form.reset();
+  });
+});
+
+$("#spend").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(event.target, () => api.put("/api/spend-limit", { usd_per_day: number(event.target, "usd") }));
+});
+$("#spend .remove").addEventListener("click", () =>
+  act($("#spend"), () => api.put("/api/spend-limit", { usd_per_day: null })));
+
+$("#buy .buy-button").addEventListener("click", buy);
+for (const select of document.querySelectorAll("#billing select")) {
+  select.addEventListener("change", () => refresh());
+}
+$("#billing .csv").addEventListener("click", downloadCsv);
+
+say($("#sign-in-error"), sessionStorage.getItem(SIGNED_OUT));
+sessionStorage.removeItem(SIGNED_OUT);
+if (token.get()) signIn(token.get());
