@@ -184,34 +184,52 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
     family, size = CASES[index]
     instance = build(index)
     demanded = sum(u.nodes for u in instance.units)
-    print(f"\n== {name(index)} ({family}): {len(instance.units):,} units, "
-          f"{size.clusters:,} clusters, {len(instance.protected)} protected holdings, contestable "
-          f"supply {instance.nodes:,} nodes x {instance.gpus_per_node} GPUs, {demanded:,} nodes "
-          f"demanded (seed {size.nodes})", flush=True)
+    print(
+        f"\n== {name(index)} ({family}): {len(instance.units):,} units, "
+        f"{size.clusters:,} clusters, {len(instance.protected)} protected holdings, contestable "
+        f"supply {instance.nodes:,} nodes x {instance.gpus_per_node} GPUs, {demanded:,} nodes "
+        f"demanded (seed {size.nodes})",
+        flush=True,
+    )
 
     timed = timed_runs(instance, runs, budget)
     result, wall = timed.result, timed.wall
     engine_time = statistics.median(wall)
     cpu_time = statistics.median(timed.cpu)
     target = size.target_seconds
-    verdict = "reported" if target is None else (
-        f"target <= {target * 1000:.0f} ms: {ok(engine_time <= target)}")
+    verdict = (
+        "reported"
+        if target is None
+        else (f"target <= {target * 1000:.0f} ms: {ok(engine_time <= target)}")
+    )
     winners = sorted(c for c, held in result.clusters.items() if held.won_nodes)
-    print(f"engine clear():   median {engine_time * 1000:9.1f} ms wall over {len(wall)} runs "
-          f"beyond start-up (min {min(wall) * 1000:.1f}, max {max(wall) * 1000:.1f}); CPU "
-          f"{cpu_time * 1000:.1f} ms   {verdict}")
-    print("  phases (median): " + ", ".join(
-        f"{phase} {statistics.median(spent) * 1000:.1f} ms"
-        for phase, spent in timed.phases.items()))
-    print(f"  core: {result.core_rounds} rounds, exact minimum-revenue point nearest "
-          f"VCG: {result.core_exact}; {len(winners)} winning clusters, {len(result.winners):,} "
-          f"winning units, ladder of {len(result.ladder):,} rungs", flush=True)
+    print(
+        f"engine clear():   median {engine_time * 1000:9.1f} ms wall over {len(wall)} runs "
+        f"beyond start-up (min {min(wall) * 1000:.1f}, max {max(wall) * 1000:.1f}); CPU "
+        f"{cpu_time * 1000:.1f} ms   {verdict}"
+    )
+    print(
+        "  phases (median): "
+        + ", ".join(
+            f"{phase} {statistics.median(spent) * 1000:.1f} ms"
+            for phase, spent in timed.phases.items()
+        )
+    )
+    print(
+        f"  core: {result.core_rounds} rounds, exact minimum-revenue point nearest "
+        f"VCG: {result.core_exact}; {len(winners)} winning clusters, {len(result.winners):,} "
+        f"winning units, ladder of {len(result.ladder):,} rungs",
+        flush=True,
+    )
 
     memory = measure_memory(index)
-    print(f"memory:           peak RSS {memory['rss_peak'] / MIB:7.1f} MiB for the whole fresh "
-          f"process ({memory['rss_before'] / MIB:.1f} MiB before clear()); "
-          f"tracemalloc peak inside clear() {memory['traced_peak'] / MIB:.1f} MiB   "
-          f"target < 1 GiB: {ok(memory['rss_peak'] < TARGET_MEMORY)}", flush=True)
+    print(
+        f"memory:           peak RSS {memory['rss_peak'] / MIB:7.1f} MiB for the whole fresh "
+        f"process ({memory['rss_before'] / MIB:.1f} MiB before clear()); "
+        f"tracemalloc peak inside clear() {memory['traced_peak'] / MIB:.1f} MiB   "
+        f"target < 1 GiB: {ok(memory['rss_peak'] < TARGET_MEMORY)}",
+        flush=True,
+    )
 
     row = [
         name(index),
@@ -233,13 +251,18 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
     mean_vcg = statistics.mean(s.seconds for s in vcg) if vcg else 0.0
     baseline = wdp.seconds + mean_vcg * len(winners)
     bound = "" if proven else ">= "
-    print(f"CP-SAT baseline:  winner determination {wdp.seconds:.2f} s (measured"
-          f"{'' if wdp.optimal else f', stopped at {cpsat:g} s unproven'}); V(S, c̄) for "
-          f"{len(picked)} sampled winning clusters {mean_vcg:.2f} s each (measured), x "
-          f"{len(winners)} winning clusters (extrapolated)"
-          f"{'' if proven else '; NOT all proven optimal in time: the baseline is a lower bound'}")
-    print(f"                  baseline total {bound}{baseline:8.1f} s (extrapolated)   ratio "
-          f"{bound}{baseline / engine_time:,.0f}x the engine's clear()", flush=True)
+    print(
+        f"CP-SAT baseline:  winner determination {wdp.seconds:.2f} s (measured"
+        f"{'' if wdp.optimal else f', stopped at {cpsat:g} s unproven'}); V(S, c̄) for "
+        f"{len(picked)} sampled winning clusters {mean_vcg:.2f} s each (measured), x "
+        f"{len(winners)} winning clusters (extrapolated)"
+        f"{'' if proven else '; NOT all proven optimal in time: the baseline is a lower bound'}"
+    )
+    print(
+        f"                  baseline total {bound}{baseline:8.1f} s (extrapolated)   ratio "
+        f"{bound}{baseline / engine_time:,.0f}x the engine's clear()",
+        flush=True,
+    )
     return [*row, f"{bound}{baseline / engine_time:,.0f}x"]
 
 

@@ -79,12 +79,20 @@ class Server:
         """Start it; the seconds until it answered."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
         env["BURSTMARKET_OPERATOR_TOKEN"] = TOKEN
-        command = [str(Path(sys.executable).parent / "burstmarket"), "serve", "--clock",
-                   "manual", "--tick-seconds", "10", "--data-dir", str(self.data_dir),
-                   "--port", str(self.port)]
+        command = [
+            str(Path(sys.executable).parent / "burstmarket"),
+            "serve",
+            "--clock",
+            "manual",
+            "--tick-seconds",
+            "10",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            str(self.port),
+        ]
         began = time.monotonic()
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                        env=env)
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         with httpx.Client(base_url=self.url, timeout=5) as client:
             while True:
                 if self.process.poll() is not None:
@@ -172,13 +180,16 @@ class Load:
             if name.startswith("vm"):
                 gpus = 8 * rng.randrange(0, 5)
                 body = {"max_gpus": gpus, "max_price_per_gpu_hour": rng.choice([2, 3, 4, 5])}
-                writes.answer(gpus, self._call("PUT", "/api/vm/capacity", json=body,
-                                               headers=self.auth[name]))
+                writes.answer(
+                    gpus, self._call("PUT", "/api/vm/capacity", json=body, headers=self.auth[name])
+                )
             else:
                 n += 1
                 job = {"name": f"{name}-{n}", "nodes": 1, "limit_price_per_gpu_hour": 3}
-                writes.answer(job["name"], self._call("POST", "/api/k8s/jobs", json=job,
-                                                      headers=self.auth[name]))
+                writes.answer(
+                    job["name"],
+                    self._call("POST", "/api/k8s/jobs", json=job, headers=self.auth[name]),
+                )
                 if n > 2:  # a few jobs at a time: the one before last finishes
                     self._call("DELETE", f"/api/k8s/jobs/{name}-{n - 2}", headers=self.auth[name])
             time.sleep(rng.random() * 0.2)
@@ -186,6 +197,7 @@ class Load:
 
 def setup(server: Server) -> dict[str, dict[str, str]]:
     with httpx.Client(base_url=server.url, timeout=30) as client:
+
         def ok(response: httpx.Response) -> Any:
             assert response.status_code < 300, response.text
             return response.json()
@@ -201,8 +213,11 @@ def setup(server: Server) -> dict[str, dict[str, str]]:
             token = ok(client.post("/api/admin/clusters", json=body, headers=OPERATOR))["token"]
             auth[name] = {"Authorization": f"Bearer {token}"}
             if kind == "k8s":
-                ok(client.put("/api/k8s/bid", json={"limit_price_per_gpu_hour": 3},
-                              headers=auth[name]))
+                ok(
+                    client.put(
+                        "/api/k8s/bid", json={"limit_price_per_gpu_hour": 3}, headers=auth[name]
+                    )
+                )
         return auth
 
 
@@ -217,8 +232,9 @@ def acknowledged_writes_present(server: Server, load: Load) -> list[str]:
                 # the last acknowledged value, unless a later write's answer was cut off
                 allowed = set(writes.acked[-1:]) | set(writes.unknown)
                 if writes.acked and state not in allowed:
-                    problems.append(f"{name}: max_gpus {state}, last acknowledged "
-                                    f"{writes.acked[-1]}")
+                    problems.append(
+                        f"{name}: max_gpus {state}, last acknowledged {writes.acked[-1]}"
+                    )
             else:
                 jobs = {job["name"] for job in client.get("/api/k8s/jobs", headers=auth).json()}
                 lost = [job for job in writes.acked if job not in jobs]
@@ -259,11 +275,14 @@ def store_invariants(data_dir: Path) -> dict[str, Any]:
         for table, columns in TABLES.items() if through is not None else ():
             files = str(history / table / "**" / "*.parquet")
             params = {"island": ISLAND, "through": through}
-            stored = (f"SELECT {columns} FROM read_parquet('{files}', hive_partitioning = true) "
-                      "WHERE island = $island")
+            stored = (
+                f"SELECT {columns} FROM read_parquet('{files}', hive_partitioning = true) "
+                "WHERE island = $island"
+            )
             live = f"SELECT {columns} FROM {table} WHERE island = $island AND time < $through"
-            history_rows += con.execute(f"SELECT count(*) FROM ({stored})",
-                                        {"island": ISLAND}).fetchone()[0]
+            history_rows += con.execute(
+                f"SELECT count(*) FROM ({stored})", {"island": ISLAND}
+            ).fetchone()[0]
             for left, right in ((stored, live), (live, stored)):
                 mismatched += con.execute(
                     f"SELECT count(*) FROM ({left} EXCEPT ALL {right})", params
@@ -302,28 +321,43 @@ def main(kills: int, seed: int) -> int:
     acked = sum(len(w.acked) for w in load.writes.values())
     unknown = sum(len(w.unknown) for w in load.writes.values())
     refused = sum(w.refused for w in load.writes.values())
-    print(f"crash campaign: {kills} kill -9 under load in {elapsed:.0f} s (seed {seed}, "
-          f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores)")
-    print(f"  server starts: {len(starts)}, seconds to answer: median "
-          f"{sorted(starts)[len(starts) // 2]:.1f}, max {max(starts):.1f}")
+    print(
+        f"crash campaign: {kills} kill -9 under load in {elapsed:.0f} s (seed {seed}, "
+        f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores)"
+    )
+    print(
+        f"  server starts: {len(starts)}, seconds to answer: median "
+        f"{sorted(starts)[len(starts) // 2]:.1f}, max {max(starts):.1f}"
+    )
     tick_seconds = sorted(load.ticks.acked) or [0.0]
-    print(f"  manual tick requests: {len(load.ticks.acked)} answered (median "
-          f"{tick_seconds[len(tick_seconds) // 2] * 1000:.0f} ms), "
-          f"{len(load.ticks.unknown)} cut off by a kill")
+    print(
+        f"  manual tick requests: {len(load.ticks.acked)} answered (median "
+        f"{tick_seconds[len(tick_seconds) // 2] * 1000:.0f} ms), "
+        f"{len(load.ticks.unknown)} cut off by a kill"
+    )
     print(f"  tenant writes: {acked} acknowledged, {refused} refused, {unknown} cut off")
     for name, value in figures.items():
         print(f"  {name}: {value}")
     print(f"  acknowledged writes missing: {len(problems)}")
     for problem in problems:
         print(f"    {problem}")
-    failed = problems or any(
-        figures[key] for key in ("tick gaps or repeats", "duplicate charges", "orphan charges",
-                                 "history rows unequal to live")
-    ) or not figures["history rows"]
+    failed = (
+        problems
+        or any(
+            figures[key]
+            for key in (
+                "tick gaps or repeats",
+                "duplicate charges",
+                "orphan charges",
+                "history rows unequal to live",
+            )
+        )
+        or not figures["history rows"]
+    )
     print("  invariants:", "VIOLATED" if failed else "all hold")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
     arguments = [int(a) for a in sys.argv[1:]]
-    sys.exit(main(*(arguments + [12, 1][len(arguments):])))
+    sys.exit(main(*(arguments + [12, 1][len(arguments) :])))

@@ -77,8 +77,12 @@ def load() -> str:
 class Server:
     """`burstmarket serve --clock manual` on a free loopback port."""
 
-    def __init__(self, data_dir: Path | None = None, env: dict[str, str] | None = None,
-                 bus: str | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        env: dict[str, str] | None = None,
+        bus: str | None = None,
+    ) -> None:
         self.tmp = tempfile.TemporaryDirectory()
         self.data = data_dir or Path(self.tmp.name) / "data"
         with socket.socket() as sock:
@@ -89,12 +93,29 @@ class Server:
         environ.update({"BURSTMARKET_OPERATOR_TOKEN": TOKEN, **(env or {})})
         self.log = open(Path(self.tmp.name) / "server.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [str(BURSTMARKET), "serve", "--clock", "manual", "--data-dir", str(self.data),
-             "--host", "127.0.0.1", "--port", str(self.port), "--tick-seconds", "10",
-             *KEEPALIVE, *(["--bus", bus] if bus else [])],
-            stdout=self.log, stderr=subprocess.STDOUT, env=environ)
-        self.http = httpx.Client(base_url=self.url, timeout=60,
-                                 headers={"Authorization": f"Bearer {TOKEN}"})
+            [
+                str(BURSTMARKET),
+                "serve",
+                "--clock",
+                "manual",
+                "--data-dir",
+                str(self.data),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--tick-seconds",
+                "10",
+                *KEEPALIVE,
+                *(["--bus", bus] if bus else []),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=environ,
+        )
+        self.http = httpx.Client(
+            base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -113,16 +134,24 @@ class Server:
 
     def market(self, nodes: int, clusters: int) -> None:
         """An island where `clusters` VM clusters of one node each bid for `nodes` nodes."""
-        self.call("PUT", f"/api/admin/islands/{ISLAND}",
-                  json={"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0})
+        self.call(
+            "PUT",
+            f"/api/admin/islands/{ISLAND}",
+            json={"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0},
+        )
         self.call("POST", "/api/admin/accounts", json={"name": "acct", "balance_usd": 10**9})
         for n in range(clusters):
-            made = self.call("POST", "/api/admin/clusters",
-                             json={"account": "acct", "island": ISLAND, "kind": "vm",
-                                   "name": f"c{n:03d}"})
-            self.call("PUT", "/api/vm/capacity",
-                      json={"max_gpus": 8, "max_price_per_gpu_hour": round(2 + n / 100, 2)},
-                      headers={"Authorization": f"Bearer {made['token']}"})
+            made = self.call(
+                "POST",
+                "/api/admin/clusters",
+                json={"account": "acct", "island": ISLAND, "kind": "vm", "name": f"c{n:03d}"},
+            )
+            self.call(
+                "PUT",
+                "/api/vm/capacity",
+                json={"max_gpus": 8, "max_price_per_gpu_hour": round(2 + n / 100, 2)},
+                headers={"Authorization": f"Bearer {made['token']}"},
+            )
 
     def tick(self) -> Any:
         return self.call("POST", "/api/admin/ticks", json={"count": 1, "island": ISLAND})
@@ -140,15 +169,20 @@ class Server:
 
 def upgrade() -> bytes:
     key = base64.b64encode(os.urandom(16)).decode()
-    return (f"GET /ws/market HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+    return (
+        f"GET /ws/market HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
 
 
 def masked(payload: bytes, opcode: int = 0x1) -> bytes:
     """A client frame (clients mask, RFC 6455 §5.3); payloads here are under 126 bytes."""
     mask = os.urandom(4)
-    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(
-        b ^ mask[i % 4] for i, b in enumerate(payload))
+    return (
+        bytes([0x80 | opcode, 0x80 | len(payload)])
+        + mask
+        + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    )
 
 
 SUBSCRIBE = masked(b'{"op":"subscribe","channels":["stats:' + ISLAND.encode() + b'"]}')
@@ -192,8 +226,8 @@ def client_process(ports: list[int], count: int, pipe: Connection) -> None:
                     length, offset = int.from_bytes(buffer[2:10], "big"), 10
                 if len(buffer) < offset + length:
                     break
-                opcode, payload = buffer[0] & 0x0F, buffer[offset:offset + length]
-                buffer = buffer[offset + length:]
+                opcode, payload = buffer[0] & 0x0F, buffer[offset : offset + length]
+                buffer = buffer[offset + length :]
                 if opcode == 0x9:  # the server's keepalive ping (every 20 s): answer it
                     os.write(fd, masked(payload, 0xA))
                 elif payload.startswith(b'{"type":"update"'):
@@ -241,16 +275,23 @@ class Fanout:
     """The client processes' CPU per tick, ms: the load generator shares the machine."""
 
 
-def measure(server: Server, ports: list[int], subscribers: int, clients: int, ticks: int,
-            edges: Sequence[subprocess.Popen[bytes]] = ()) -> Fanout:
+def measure(
+    server: Server,
+    ports: list[int],
+    subscribers: int,
+    clients: int,
+    ticks: int,
+    edges: Sequence[subprocess.Popen[bytes]] = (),
+) -> Fanout:
     """`subscribers` over `clients` processes, connected evenly to `ports` (the market's own
     feed, or edges), then `ticks` ticks, each measured on its own. A probe subscriber of its
     own, on the market process and first of all, marks each tick's commit: the market writes
     the tick's frames as soon as it has committed, the probe's first."""
     pipes, procs = [], []
-    for n, (target, share) in enumerate([([server.port], 1)] + [
-            (ports, subscribers // clients + (n < subscribers % clients))
-            for n in range(clients)]):
+    for n, (target, share) in enumerate(
+        [([server.port], 1)]
+        + [(ports, subscribers // clients + (n < subscribers % clients)) for n in range(clients)]
+    ):
         mine, theirs = mp.Pipe()
         proc = mp.Process(target=client_process, args=(target, share, theirs))
         proc.start()
@@ -305,12 +346,15 @@ def fanout(subscribers: int, clients: int, ticks: int) -> None:
             alone.append((time.time() - began) * 1000)
         got = measure(server, [server.port], subscribers, clients, ticks)
         last, spread, every = got.last, got.spread, got.every
-        print(f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
-              f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
-              f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
-              f"{percentile(spread, 0.5):.1f} ms p99 {percentile(spread, 0.99):.1f} ms; "
-              f"every delivery p50 {percentile(every, 0.5):.1f} ms; "
-              f"tick alone p50 {percentile(alone, 0.5):.1f} ms   [{load()}]", flush=True)
+        print(
+            f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
+            f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
+            f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
+            f"{percentile(spread, 0.5):.1f} ms p99 {percentile(spread, 0.99):.1f} ms; "
+            f"every delivery p50 {percentile(every, 0.5):.1f} ms; "
+            f"tick alone p50 {percentile(alone, 0.5):.1f} ms   [{load()}]",
+            flush=True,
+        )
     finally:
         server.close()
 
@@ -332,9 +376,22 @@ class Redis:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.tmp.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.tmp.name,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -358,8 +415,20 @@ class Edge:
         self.port = free_port()
         self.log = open(log, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [str(BURSTMARKET), "feed", "--bus", bus, "--host", "127.0.0.1",
-             "--port", str(self.port), *KEEPALIVE], stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                str(BURSTMARKET),
+                "feed",
+                "--bus",
+                bus,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *KEEPALIVE,
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         url = f"http://127.0.0.1:{self.port}/api/market/stats?island={ISLAND}"
         while True:
@@ -390,40 +459,51 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
             server.market(nodes=4, clusters=3)
             server.tick()
             with tempfile.TemporaryDirectory() as logs:
-                started = [Edge(redis.url, Path(logs) / f"edge-{n}.log")
-                           for n in range(count)] if redis else []
+                started = (
+                    [Edge(redis.url, Path(logs) / f"edge-{n}.log") for n in range(count)]
+                    if redis
+                    else []
+                )
                 ports = [edge.port for edge in started] or [server.port]
                 for n in subscribers:
-                    got = measure(server, ports, n, clients, ticks,
-                                  [edge.proc for edge in started])
+                    got = measure(server, ports, n, clients, ticks, [edge.proc for edge in started])
                     where = f"{count} edges" if count else "in-process"
                     rows.append((where, n, got))
-                    print(f"{where:>10} {n:>6} subscribers: commit -> last p50 "
-                          f"{percentile(got.commit, 0.5):6.1f} ms p99 "
-                          f"{percentile(got.commit, 0.99):6.1f} ms; POST -> last p99 "
-                          f"{percentile(got.last, 0.99):6.1f} ms; market CPU/tick "
-                          f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms; "
-                          f"largest edge {got.edge_rss:.0f} MiB; clients CPU/tick "
-                          f"{got.clients_cpu:.0f} ms"
-                          f"   [{load()}]", flush=True)
+                    print(
+                        f"{where:>10} {n:>6} subscribers: commit -> last p50 "
+                        f"{percentile(got.commit, 0.5):6.1f} ms p99 "
+                        f"{percentile(got.commit, 0.99):6.1f} ms; POST -> last p99 "
+                        f"{percentile(got.last, 0.99):6.1f} ms; market CPU/tick "
+                        f"{got.market_cpu:5.1f} ms; edges CPU/tick {got.edges_cpu:6.1f} ms; "
+                        f"largest edge {got.edge_rss:.0f} MiB; clients CPU/tick "
+                        f"{got.clients_cpu:.0f} ms"
+                        f"   [{load()}]",
+                        flush=True,
+                    )
                 for edge in started:
                     edge.close()
         finally:
             server.close()
             if redis:
                 redis.close()
-    print(f"\nfeed fan-out, {ticks} ticks each, subscribers over {clients} client processes; "
-          "commit -> last: from the tick's commit (a probe subscriber on the market) to the "
-          "update complete at the last subscriber; POST -> last: from sending "
-          "POST /api/admin/ticks (auction and commit included)")
-    print(f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
-          f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14} "
-          f"{'edge RSS MiB':>12} {'clients CPU/tick':>16}")
+    print(
+        f"\nfeed fan-out, {ticks} ticks each, subscribers over {clients} client processes; "
+        "commit -> last: from the tick's commit (a probe subscriber on the market) to the "
+        "update complete at the last subscriber; POST -> last: from sending "
+        "POST /api/admin/ticks (auction and commit included)"
+    )
+    print(
+        f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
+        f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14} "
+        f"{'edge RSS MiB':>12} {'clients CPU/tick':>16}"
+    )
     for where, n, got in rows:
-        print(f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
-              f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
-              f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f} {got.edge_rss:12.0f} "
-              f"{got.clients_cpu:16.0f}")
+        print(
+            f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
+            f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
+            f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f} {got.edge_rss:12.0f} "
+            f"{got.clients_cpu:16.0f}"
+        )
     print(f"[{load()}; {os.cpu_count()} cores]", flush=True)
 
 
@@ -491,10 +571,13 @@ def rest(rate: int, seconds: float, connections: int) -> None:
         server.market(nodes=64, clusters=40)
         server.tick()
         latencies, took = rest_load(server.port, rate, seconds, connections)
-        print(f"rest stats+ladder (64-rung ladder): {len(latencies)} requests in {took:.1f} s "
-              f"({len(latencies) / took:.0f}/s, offered {rate}/s on {connections} connections): "
-              f"p50 {percentile(latencies, 0.5):.2f} ms  p99 {percentile(latencies, 0.99):.2f} ms"
-              f"   [{load()}]", flush=True)
+        print(
+            f"rest stats+ladder (64-rung ladder): {len(latencies)} requests in {took:.1f} s "
+            f"({len(latencies) / took:.0f}/s, offered {rate}/s on {connections} connections): "
+            f"p50 {percentile(latencies, 0.5):.2f} ms  p99 {percentile(latencies, 0.99):.2f} ms"
+            f"   [{load()}]",
+            flush=True,
+        )
     finally:
         server.close()
 
@@ -543,8 +626,13 @@ def series(runs: int, trim: bool) -> None:
         filled = time.perf_counter() - began
         server = Server(data, env={"BURSTMARKET_CLOCK_START": end.isoformat()})
         try:
-            params = {"island": ISLAND, "interval": "1h", "limit": "1000",
-                      "start": (end - timedelta(days=30)).isoformat(), "end": end.isoformat()}
+            params = {
+                "island": ISLAND,
+                "interval": "1h",
+                "limit": "1000",
+                "start": (end - timedelta(days=30)).isoformat(),
+                "end": end.isoformat(),
+            }
             took, body = [], b""
             for _ in range(runs):
                 t0 = time.perf_counter()
@@ -554,20 +642,29 @@ def series(runs: int, trim: bool) -> None:
                 body = response.content
             candles = len(response.json())
             where = "Parquet history + last hour live" if trim else "all 30 days live too"
-            print(f"series 1h over 30 days (259,200 ticks of 200 clusters; {where}): "
-                  f"{candles} candles, {len(body)} bytes JSON, median "
-                  f"{statistics.median(took):.0f} ms, max {max(took):.0f} ms over {runs} "
-                  f"requests (prefill {filled:.0f} s)   [{load()}]", flush=True)
+            print(
+                f"series 1h over 30 days (259,200 ticks of 200 clusters; {where}): "
+                f"{candles} candles, {len(body)} bytes JSON, median "
+                f"{statistics.median(took):.0f} ms, max {max(took):.0f} ms over {runs} "
+                f"requests (prefill {filled:.0f} s)   [{load()}]",
+                flush=True,
+            )
         finally:
             server.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("which", nargs="*", default=["fanout", "rest", "series"],
-                        help="fanout, rest, series, edges")
-    parser.add_argument("--edges", type=int, nargs="+", default=[0, 1, 2, 4],
-                        help="edges mode: edge counts (0: the in-process feed)")
+    parser.add_argument(
+        "which", nargs="*", default=["fanout", "rest", "series"], help="fanout, rest, series, edges"
+    )
+    parser.add_argument(
+        "--edges",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2, 4],
+        help="edges mode: edge counts (0: the in-process feed)",
+    )
     parser.add_argument("--subscribers", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--ticks", type=int, default=30)

@@ -20,8 +20,9 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 def burstmarket(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
     env["BURSTMARKET_OPERATOR_TOKEN"] = OPERATOR_TOKEN
-    return subprocess.run([str(BURSTMARKET), *args], capture_output=True, text=True,
-                          timeout=120, env=env, check=False)
+    return subprocess.run(
+        [str(BURSTMARKET), *args], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -46,13 +47,15 @@ def test_a_port_outside_1_to_65535_exits_2_naming_the_option(port: str, tmp_path
 def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as holder:
         port = holder.getsockname()[1]
-        done = burstmarket("serve", "--simulate", "--port", str(port),
-                           "--data-dir", str(tmp_path / "data"))
+        done = burstmarket(
+            "serve", "--simulate", "--port", str(port), "--data-dir", str(tmp_path / "data")
+        )
         assert done.returncode == 1
         line = one_line(done)
         assert " ERROR burstmarket.serve: " in line
-        assert line.endswith(f"cannot listen on 127.0.0.1:{port}: "
-                             "the port is in use by another process"), line
+        assert line.endswith(
+            f"cannot listen on 127.0.0.1:{port}: the port is in use by another process"
+        ), line
         assert not (tmp_path / "data").exists()  # the store was never opened
         holder.setblocking(False)
         with pytest.raises(BlockingIOError):  # and no simulated tenant called the port's holder
@@ -68,11 +71,13 @@ def test_a_busy_port_is_one_line_and_exit_1_before_anything_starts(tmp_path: Pat
         (["feed", "--bus", "localhost:6379"], "--bus must be a Redis URL"),
     ],
 )
-def test_the_bus_options_refuse_what_cannot_work(
-    args: list[str], why: str, tmp_path: Path
-) -> None:
-    done = burstmarket(*args, "--port", str(free_port()), *(
-        ["--data-dir", str(tmp_path / "data")] if args[0] == "serve" else []))
+def test_the_bus_options_refuse_what_cannot_work(args: list[str], why: str, tmp_path: Path) -> None:
+    done = burstmarket(
+        *args,
+        "--port",
+        str(free_port()),
+        *(["--data-dir", str(tmp_path / "data")] if args[0] == "serve" else []),
+    )
     assert done.returncode == 2
     assert why in one_line(done)
     assert not (tmp_path / "data").exists()
@@ -81,8 +86,17 @@ def test_the_bus_options_refuse_what_cannot_work(
 @pytest.mark.e2e  # runs `burstmarket serve`, which a regression would leave serving
 def test_without_redis_serve_bus_refuses_before_the_store_opens(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    done = burstmarket("serve", "--bus", f"redis://127.0.0.1:{port}/0", "--islands", "north",
-                       "--port", str(free_port()), "--data-dir", str(tmp_path / "data"))
+    done = burstmarket(
+        "serve",
+        "--bus",
+        f"redis://127.0.0.1:{port}/0",
+        "--islands",
+        "north",
+        "--port",
+        str(free_port()),
+        "--data-dir",
+        str(tmp_path / "data"),
+    )
     assert done.returncode == 1
     assert "cannot claim the islands' leases: the bus does not answer" in one_line(done)
     assert not (tmp_path / "data").exists()
@@ -119,15 +133,19 @@ def test_export_refuses_an_island_or_a_range_it_has_no_history_of(tmp_path: Path
     data = tmp_path / "data"
     (data / "history" / "ticks" / "island=ref").mkdir(parents=True)
     common = ["export", "--data-dir", str(data), "--out", str(tmp_path / "out")]
-    unknown = burstmarket(*common, "--start", "2025-01-01", "--end", "2025-01-02",
-                          "--island", "nope")
+    unknown = burstmarket(
+        *common, "--start", "2025-01-01", "--end", "2025-01-02", "--island", "nope"
+    )
     assert unknown.returncode == 1
     assert one_line(unknown) == (
-        f"burstmarket export: no history of island nope in {data / 'history'} (it holds ref)")
+        f"burstmarket export: no history of island nope in {data / 'history'} (it holds ref)"
+    )
     empty = burstmarket(*common, "--start", "2025-01-01", "--end", "2025-01-02")
     assert empty.returncode == 1
-    assert one_line(empty) == (f"burstmarket export: nothing to export: {data / 'history'} "
-                               "holds no history from 2025-01-01 to 2025-01-02")
+    assert one_line(empty) == (
+        f"burstmarket export: nothing to export: {data / 'history'} "
+        "holds no history from 2025-01-01 to 2025-01-02"
+    )
     backwards = burstmarket(*common, "--start", "2025-01-02", "--end", "2025-01-01")
     assert backwards.returncode == 2
     assert one_line(backwards).startswith("burstmarket export: Invalid value for --end: ")
@@ -143,8 +161,14 @@ def test_simulate_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
 
 
 def test_make_run_takes_the_port() -> None:
-    done = subprocess.run(["make", "-n", "run", "PORT=9000"], cwd=REPOSITORY,
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        ["make", "-n", "run", "PORT=9000"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     (command,) = [line for line in done.stdout.splitlines() if "burstmarket serve" in line]
     assert command.endswith("burstmarket serve --simulate --port 9000")

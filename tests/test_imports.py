@@ -132,6 +132,7 @@ def test_a_feed_edge_loads_neither_the_store_nor_the_engine() -> None:
         "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow', 'numpy', 'burstmarket.store')"
         " if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert done.stdout.strip() == "[]"

@@ -53,8 +53,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(REPO / folder, source / folder, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-        "--quiet", "-w", work / "dist", source, cwd=work)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--quiet",
+        "-w",
+        work / "dist",
+        source,
+        cwd=work,
+    )
     (built,) = (work / "dist").glob("burstmarket-*.whl")
     return built
 
@@ -65,13 +77,25 @@ def venv(wheel: Path) -> Path:
     root = wheel.parent.parent / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", root, cwd=wheel.parent)
     python = root / "bin" / "python"
-    purelib = run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
-                  cwd=root).strip()
+    purelib = run(
+        python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", cwd=root
+    ).strip()
     # a path line adds this venv's packages without running its .pth files (nor, so, the
     # editable install of the repository's sources)
     Path(purelib, "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
-        "--quiet", wheel, cwd=root)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--quiet",
+        wheel,
+        cwd=root,
+    )
     return root / "bin"
 
 
@@ -84,8 +108,9 @@ def test_the_wheel_holds_every_module_query_and_feed(wheel: Path) -> None:
     }
     assert {"burstmarket/sql/billing.sql", "burstmarket/feeds/stats.toml"} <= expected
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {name for name in archive.namelist() if not name.split("/")[0].endswith(
-            ".dist-info")}
+        shipped = {
+            name for name in archive.namelist() if not name.split("/")[0].endswith(".dist-info")
+        }
     assert sorted(expected - shipped) == [], "missing from the wheel"
     assert sorted(shipped - expected) == [], "in the wheel, not in the repository"
 

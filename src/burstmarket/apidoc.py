@@ -52,8 +52,12 @@ BEARER = "BearerToken"
 SECURITY: list[dict[str, list[str]]] = [{BEARER: []}]
 """A router's `security`: its routes take `Authorization: Bearer <token>`."""
 
-TimeQuery = Annotated[str | None, QueryParameter(description="RFC 3339; no offset means UTC",
-                                                 schema_extra={"format": "date-time"})]
+TimeQuery = Annotated[
+    str | None,
+    QueryParameter(
+        description="RFC 3339; no offset means UTC", schema_extra={"format": "date-time"}
+    ),
+]
 """A time a client may send in the query (`start`, `end`): checked by clock.parse_time."""
 
 DOCS_UI = "/static/docs-ui"

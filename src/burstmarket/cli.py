@@ -81,13 +81,18 @@ HostOption = Annotated[str, typer.Option(help="Address to listen on.")]
 PortOption = Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")]
 BacklogOption = Annotated[
     int,
-    typer.Option(min=1, help="Messages held for one websocket subscriber before it is closed "
-                 "4008 slow-consumer."),
+    typer.Option(
+        min=1,
+        help="Messages held for one websocket subscriber before it is closed 4008 slow-consumer.",
+    ),
 ]
 PingOption = Annotated[
     float,
-    typer.Option(min=0.001, help="Websocket keepalive ping interval; a client that leaves a "
-                 "ping unanswered this long is closed 4008 slow-consumer."),
+    typer.Option(
+        min=0.001,
+        help="Websocket keepalive ping interval; a client that leaves a "
+        "ping unanswered this long is closed 4008 slow-consumer.",
+    ),
 ]
 LogOption = Annotated[
     LogChoice,
@@ -158,8 +163,11 @@ def serve(
     ] = None,
     lease_seconds: Annotated[
         float,
-        typer.Option(min=0.1, help="How long an island's lease outlives its owner's last "
-                     "renewal (another process may take the island over after that)."),
+        typer.Option(
+            min=0.1,
+            help="How long an island's lease outlives its owner's last "
+            "renewal (another process may take the island over after that).",
+        ),
     ] = 10.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
@@ -212,8 +220,11 @@ def serve(
             data_dir.resolve(),
         )
         log.info("console %s/console (tenants sign in with a cluster token)", url)
-        log.info("%s; simulated tenants %s", _pace(settings.clock, tick_seconds, speed),
-                 "on" if simulate else "off")
+        log.info(
+            "%s; simulated tenants %s",
+            _pace(settings.clock, tick_seconds, speed),
+            "on" if simulate else "off",
+        )
         if simulate or speed is not None:
             from burstmarket.simulation.live import LiveOptions, start
 
@@ -272,8 +283,13 @@ def feed(
     )
 
     def started() -> None:
-        log.info("burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
-                 __version__, host, port, bus)
+        log.info(
+            "burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
+            __version__,
+            host,
+            port,
+            bus,
+        )
 
     try:
         run_server(settings, create_edge_app, started)

@@ -534,7 +534,9 @@ class _Tenant(_Market):
         """Declare how many GPUs the cluster wants and the most it pays per GPU-hour; a lower
         `max_gpus` is a scale-down (nominated `release` nodes go first)."""
         body: dict[str, Any] = {
-            "max_gpus": max_gpus, "max_price_per_gpu_hour": _price(max_price_per_gpu_hour)}
+            "max_gpus": max_gpus,
+            "max_price_per_gpu_hour": _price(max_price_per_gpu_hour),
+        }
         nominated = list(release)
         if nominated:
             body["release"] = nominated
@@ -692,8 +694,11 @@ class _Operator(_Market):
         reserve_price: Money | None = None,
     ) -> Flow[Island]:
         """Create an island, or change its size or reserve price."""
-        body = {"gpus_per_node": gpus_per_node, "nodes": nodes,
-                "reserve_price": _price(reserve_price)}
+        body = {
+            "gpus_per_node": gpus_per_node,
+            "nodes": nodes,
+            "reserve_price": _price(reserve_price),
+        }
         given = {k: v for k, v in body.items() if v is not None}
         return one(Call("PUT", f"/api/admin/islands/{island}", Island, given))
 
@@ -729,8 +734,11 @@ class _Operator(_Market):
         self, cluster: str, nodes: int, rate_per_gpu_hour: Money, term_hours: int
     ) -> Flow[Block]:
         """The account team's block: any size, term and rate within the island's cap."""
-        body = {"nodes": nodes, "rate_per_gpu_hour": to_decimal(rate_per_gpu_hour),
-                "term_hours": term_hours}
+        body = {
+            "nodes": nodes,
+            "rate_per_gpu_hour": to_decimal(rate_per_gpu_hour),
+            "term_hours": term_hours,
+        }
         return one(Call("POST", f"/api/admin/clusters/{cluster}/base-load", Block, body))
 
     @endpoint

@@ -41,11 +41,13 @@ class Leases:
     def __init__(self, url: str, islands: Iterable[str], seconds: float, owner: str) -> None:
         self.seconds = seconds
         self._owner = owner
-        self._redis = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_SECONDS,
-                                           socket_timeout=CONNECT_SECONDS)
+        self._redis = redis.Redis.from_url(
+            url, socket_connect_timeout=CONNECT_SECONDS, socket_timeout=CONNECT_SECONDS
+        )
         self._locks = {
-            island: Lock(self._redis, PREFIX + island, timeout=seconds, blocking=False,
-                         thread_local=False)
+            island: Lock(
+                self._redis, PREFIX + island, timeout=seconds, blocking=False, thread_local=False
+            )
             for island in islands
         }
         self._away = False
@@ -62,8 +64,9 @@ class Leases:
             self._claim()
         except RedisError as exc:
             self._redis.close()
-            raise LeaseUnavailable(f"cannot claim the islands' leases: the bus does not "
-                                   f"answer ({exc})") from None
+            raise LeaseUnavailable(
+                f"cannot claim the islands' leases: the bus does not answer ({exc})"
+            ) from None
 
     def _claim(self) -> None:
         taken: list[Lock] = []
@@ -93,8 +96,11 @@ class Leases:
                         lost(island)
         except RedisError as exc:
             if not self._away:
-                log.warning("leases: Redis does not answer (%s); ticking goes on, the leases "
-                            "are renewed when it is back", exc)
+                log.warning(
+                    "leases: Redis does not answer (%s); ticking goes on, the leases "
+                    "are renewed when it is back",
+                    exc,
+                )
             self._away = True
             return
         if self._away:

@@ -57,8 +57,7 @@ REFUSALS = Counter(
 )
 REQUESTS = Counter(
     "burstmarket_http_requests",
-    "HTTP requests answered, by method, route (its template; `unmatched` for no route) and "
-    "status.",
+    "HTTP requests answered, by method, route (its template; `unmatched` for no route) and status.",
     ["method", "route", "status"],
 )
 REQUEST_SECONDS = Histogram(

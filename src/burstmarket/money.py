@@ -79,8 +79,10 @@ LEDGER_UNITS_PER_USD = MICROS_PER_USD * LEDGER_UNITS_PER_MICRO
 
 def units_to_usd(units: int) -> Decimal:
     """Ledger units -> USD rounded half up to 6 decimals, for display only."""
-    micros = round_div(units, LEDGER_UNITS_PER_MICRO) if units >= 0 else -round_div(
-        -units, LEDGER_UNITS_PER_MICRO
+    micros = (
+        round_div(units, LEDGER_UNITS_PER_MICRO)
+        if units >= 0
+        else -round_div(-units, LEDGER_UNITS_PER_MICRO)
     )
     return Decimal(micros).scaleb(-6)
 

@@ -28,11 +28,11 @@ def app_at(tmp_path: Path) -> Litestar:
 async def running(tmp_path: Path, app: Litestar | None = None) -> AsyncIterator[httpx.AsyncClient]:
     app = app or app_at(tmp_path)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with app.lifespan(), httpx.AsyncClient(
-        transport=transport, base_url="http://market"
-    ) as http:
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://market") as http,
+    ):
         yield http
-
 
 
 async def ok(response: Any, status: int = 200) -> Any:
@@ -49,8 +49,12 @@ async def vm_and_k8s(http: httpx.AsyncClient, island: str) -> tuple[dict[str, st
     await ok(http.post("/api/admin/accounts", json=account, headers=OPERATOR), 201)
     auth = []
     for kind in ("vm", "k8s"):
-        made = {"account": f"{island}-acct", "island": island, "kind": kind,
-                "name": f"{island}-{kind}"}
-        token = (await ok(http.post("/api/admin/clusters", json=made, headers=OPERATOR), 201))
+        made = {
+            "account": f"{island}-acct",
+            "island": island,
+            "kind": kind,
+            "name": f"{island}-{kind}",
+        }
+        token = await ok(http.post("/api/admin/clusters", json=made, headers=OPERATOR), 201)
         auth.append({"Authorization": f"Bearer {token['token']}"})
     return tuple(auth)

@@ -36,8 +36,12 @@ def refused(raw: bytes, kind: type[msgspec.Struct]) -> dict[str, object]:
         (b'{"max_gpus": 8.0}', CapacityDeclaration, "max_gpus", None),
         (b'{"max_gpus": true}', CapacityDeclaration, "max_gpus", None),
         (b'{"max_price_per_gpu_hour": 2}', CapacityDeclaration, "max_gpus", None),  # missing
-        (b'{"max_gpus": 8, "max_price_per_gpu_hour": [2]}', CapacityDeclaration,
-         "max_price_per_gpu_hour", None),
+        (
+            b'{"max_gpus": 8, "max_price_per_gpu_hour": [2]}',
+            CapacityDeclaration,
+            "max_price_per_gpu_hour",
+            None,
+        ),
         (b'{"max_gpus": 8, "release": "n1"}', CapacityDeclaration, "release", None),
         (b'{"max_gpus": 8, "release": [1]}', CapacityDeclaration, "release", None),
         # an unknown field, named as sent, whatever its characters
@@ -45,16 +49,28 @@ def refused(raw: bytes, kind: type[msgspec.Struct]) -> dict[str, object]:
         (b'{"max_gpus": 8, "\\u00e9t\\u00e9": 1}', CapacityDeclaration, "\u00e9t\u00e9", None),
         # lengths past the type's Meta: the field and the limit
         (b'{"name": "%s", "nodes": 1}' % (b"a" * (MAX_NAME + 1)), NewJob, "name", MAX_NAME),
-        (b'{"name": "j", "nodes": 1, "priority_class": "%s"}' % (b"p" * (MAX_PRIORITY_CLASS + 1)),
-         NewJob, "priority_class", MAX_PRIORITY_CLASS),
-        (b'{"max_gpus": 0, "release": [%s]}' % b",".join([b'"n"'] * (MAX_RELEASE + 1)),
-         CapacityDeclaration, "release", MAX_RELEASE),
-        (b'{"max_gpus": 0, "release": ["n", "%s"]}' % (b"x" * (MAX_NODE_ID + 1)),
-         CapacityDeclaration, "release", MAX_NODE_ID),
+        (
+            b'{"name": "j", "nodes": 1, "priority_class": "%s"}'
+            % (b"p" * (MAX_PRIORITY_CLASS + 1)),
+            NewJob,
+            "priority_class",
+            MAX_PRIORITY_CLASS,
+        ),
+        (
+            b'{"max_gpus": 0, "release": [%s]}' % b",".join([b'"n"'] * (MAX_RELEASE + 1)),
+            CapacityDeclaration,
+            "release",
+            MAX_RELEASE,
+        ),
+        (
+            b'{"max_gpus": 0, "release": ["n", "%s"]}' % (b"x" * (MAX_NODE_ID + 1)),
+            CapacityDeclaration,
+            "release",
+            MAX_NODE_ID,
+        ),
         # the first fault in the order the body gives its fields
         (b'{"kind": "gpu", "account": 5, "island": "i", "name": "c"}', NewCluster, "kind", None),
-        (b'{"account": 5, "kind": "gpu", "island": "i", "name": "c"}', NewCluster, "account",
-         None),
+        (b'{"account": 5, "kind": "gpu", "island": "i", "name": "c"}', NewCluster, "account", None),
         # not an object, or not JSON: the body as a whole
         (b"[1, 2]", CapacityDeclaration, "body", None),
         (b"null", JobChange, "body", None),
@@ -72,8 +88,9 @@ def test_a_bad_body_names_its_field(
 
 
 def test_money_is_read_digit_for_digit_and_refused_off_the_grid_never_rounded() -> None:
-    data = decode(b'{"max_gpus": 8, "max_price_per_gpu_hour": 2.99999999999999999999}',
-                  CapacityDeclaration)
+    data = decode(
+        b'{"max_gpus": 8, "max_price_per_gpu_hour": 2.99999999999999999999}', CapacityDeclaration
+    )
     assert data.max_price_per_gpu_hour == Decimal("2.99999999999999999999")
     with pytest.raises(Invalid) as caught:
         price("max_price_per_gpu_hour", data.max_price_per_gpu_hour)
@@ -81,8 +98,9 @@ def test_money_is_read_digit_for_digit_and_refused_off_the_grid_never_rounded() 
     exact = decode(b'{"max_gpus": 8, "max_price_per_gpu_hour": 2.0001}', CapacityDeclaration)
     assert exact.max_price_per_gpu_hour is not None
     assert price("p", exact.max_price_per_gpu_hour) == 2_000_100
-    assert decode(b'{"max_gpus": 8, "max_price_per_gpu_hour": 3}',
-                  CapacityDeclaration).max_price_per_gpu_hour == Decimal(3)
+    assert decode(
+        b'{"max_gpus": 8, "max_price_per_gpu_hour": 3}', CapacityDeclaration
+    ).max_price_per_gpu_hour == Decimal(3)
 
 
 def test_a_field_left_out_stays_unset_and_null_clears_it() -> None:

@@ -146,19 +146,27 @@ def test_the_market_endpoints_document_their_query_and_other_media_types(
     assert series["interval"]["schema"]["enum"] == ["1m", "5m", "1h", "1d"]
     assert series["format"]["schema"]["enum"] == ["json", "csv", "arrow"]
     assert (series["limit"]["schema"]["minimum"], series["limit"]["schema"]["maximum"]) == (
-        1, 10_000)
+        1,
+        10_000,
+    )
     assert series["start"]["schema"]["format"] == "date-time"
     answers = doc["paths"]["/api/market/series"]["get"]["responses"]["200"]["content"]
     assert set(answers) == {
-        "application/json", "text/csv; charset=utf-8", "application/vnd.apache.arrow.stream"}
+        "application/json",
+        "text/csv; charset=utf-8",
+        "application/vnd.apache.arrow.stream",
+    }
     billing = _query(doc, "/api/billing")
     assert list(billing) == ["start", "end", "granularity", "format"]
     assert billing["granularity"]["schema"]["enum"] == ["5m", "1h", "1d"]
     assert set(doc["paths"]["/api/billing"]["get"]["responses"]["200"]["content"]) == {
-        "application/json", "text/csv"}
+        "application/json",
+        "text/csv",
+    }
     # money in a body is a JSON number (read exactly), never a string
     price = doc["components"]["schemas"]["CapacityDeclaration"]["properties"][
-        "max_price_per_gpu_hour"]
+        "max_price_per_gpu_hour"
+    ]
     assert [kind["type"] for kind in price["oneOf"]] == ["number", "null"]
 
 
@@ -177,31 +185,50 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
                 answers.append(response)
                 return response.json()
 
-            island = {"gpus_per_node": 8, "nodes": 4, "reserve_price": 1, "base_load_cap": 2,
-                      "node_spec": {"gpus": "8x test"}}
+            island = {
+                "gpus_per_node": 8,
+                "nodes": 4,
+                "reserve_price": 1,
+                "base_load_cap": 2,
+                "node_spec": {"gpus": "8x test"},
+            }
             await call("PUT", "/api/admin/islands/docs", json=island, headers=OPERATOR)
             vm, k8s = await vm_and_k8s(http, "docs")
             await call("GET", "/api/admin/accounts/docs-acct", headers=OPERATOR)
-            await call("POST", "/api/admin/accounts/docs-acct/credit", json={"amount_usd": 5},
-                       headers=OPERATOR)
-            await call("POST", "/api/admin/accounts", 201, json={"name": "spare"},
-                       headers=OPERATOR)
-            await call("POST", "/api/admin/clusters", 201, headers=OPERATOR, json={
-                "account": "spare", "island": "docs", "kind": "vm", "name": "spare-vm"})
-            await call("PUT", "/api/vm/capacity", headers=vm,
-                       json={"max_gpus": 8, "max_price_per_gpu_hour": 2.5})
+            await call(
+                "POST",
+                "/api/admin/accounts/docs-acct/credit",
+                json={"amount_usd": 5},
+                headers=OPERATOR,
+            )
+            await call("POST", "/api/admin/accounts", 201, json={"name": "spare"}, headers=OPERATOR)
+            await call(
+                "POST",
+                "/api/admin/clusters",
+                201,
+                headers=OPERATOR,
+                json={"account": "spare", "island": "docs", "kind": "vm", "name": "spare-vm"},
+            )
+            await call(
+                "PUT",
+                "/api/vm/capacity",
+                headers=vm,
+                json={"max_gpus": 8, "max_price_per_gpu_hour": 2.5},
+            )
             await call("PUT", "/api/k8s/bid", headers=k8s, json={"limit_price_per_gpu_hour": 2})
             job = {"name": "train", "nodes": 1, "priority_class": "high"}
             await call("POST", "/api/k8s/jobs", 201, json=job, headers=k8s)
-            await call("POST", "/api/admin/ticks", json={"count": 2, "island": "docs"},
-                       headers=OPERATOR)
+            await call(
+                "POST", "/api/admin/ticks", json={"count": 2, "island": "docs"}, headers=OPERATOR
+            )
             for path in ("/api/vm/capacity", "/api/spend-limit", "/api/billing"):
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):
                 await call("GET", path, headers=k8s)
             await call("GET", "/api/cluster", headers=k8s)
-            await call("PATCH", "/api/k8s/jobs/train", json={"limit_price_per_gpu_hour": 3},
-                       headers=k8s)
+            await call(
+                "PATCH", "/api/k8s/jobs/train", json={"limit_price_per_gpu_hour": 3}, headers=k8s
+            )
             await call("PUT", "/api/spend-limit", json={"usd_per_day": 100}, headers=vm)
             await call("GET", "/api/islands")
             for feed in ("stats", "ladder", "rates"):
@@ -212,40 +239,70 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
             for action in ("cordon", "dark", "uncordon"):
                 await call("POST", f"{node}/{action}", headers=OPERATOR)
             # base load: the grid, a purchase, a change, a wire, a job smaller than a node
-            grid = {"buying_open": True, "reservable_nodes": 2,
-                    "cells": [{"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 2}]}
-            await call("PUT", "/api/admin/islands/docs/base-load-offers", json=grid,
-                       headers=OPERATOR)
-            await call("PUT", "/api/admin/clusters/docs-k8s/base-load/packing",
-                       json={"enabled": True}, headers=OPERATOR)
+            grid = {
+                "buying_open": True,
+                "reservable_nodes": 2,
+                "cells": [{"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 2}],
+            }
+            await call(
+                "PUT", "/api/admin/islands/docs/base-load-offers", json=grid, headers=OPERATOR
+            )
+            await call(
+                "PUT",
+                "/api/admin/clusters/docs-k8s/base-load/packing",
+                json={"enabled": True},
+                headers=OPERATOR,
+            )
             await call("GET", "/api/base-load/offers", headers=k8s)
-            bought = await call("POST", "/api/base-load", 201, headers=k8s,
-                                json={"size_gpus": 8, "term_hours": 1})
-            await call("PATCH", f"/api/admin/base-load/{bought['id']}", headers=OPERATOR,
-                       json={"rate_per_gpu_hour": 2.5, "notes": "docs"})
+            bought = await call(
+                "POST", "/api/base-load", 201, headers=k8s, json={"size_gpus": 8, "term_hours": 1}
+            )
+            await call(
+                "PATCH",
+                f"/api/admin/base-load/{bought['id']}",
+                headers=OPERATOR,
+                json={"rate_per_gpu_hour": 2.5, "notes": "docs"},
+            )
             await call("GET", "/api/base-load", headers=k8s)
-            await call("POST", "/api/admin/accounts/docs-acct/wires", json={"amount_usd": 10},
-                       headers=OPERATOR)
+            await call(
+                "POST",
+                "/api/admin/accounts/docs-acct/wires",
+                json={"amount_usd": 10},
+                headers=OPERATOR,
+            )
             small = {"name": "eval", "pods": 2, "gpus_per_pod": 2}
             await call("POST", "/api/k8s/jobs", 201, json=small, headers=k8s)
             # the account team's block, for another cluster
-            await call("POST", "/api/admin/clusters", 201, headers=OPERATOR, json={
-                "account": "spare", "island": "docs", "kind": "k8s", "name": "spare-k8s"})
+            await call(
+                "POST",
+                "/api/admin/clusters",
+                201,
+                headers=OPERATOR,
+                json={"account": "spare", "island": "docs", "kind": "k8s", "name": "spare-k8s"},
+            )
             block = {"nodes": 1, "rate_per_gpu_hour": 1.5, "term_hours": 1}
             blocks = "/api/admin/clusters/docs-k8s/base-load"
-            await call("POST", "/api/admin/clusters/spare-k8s/base-load", 201, json=block,
-                       headers=OPERATOR)
+            await call(
+                "POST", "/api/admin/clusters/spare-k8s/base-load", 201, json=block, headers=OPERATOR
+            )
             await call("GET", blocks, headers=OPERATOR)
             await call("DELETE", "/api/k8s/jobs/train", headers=k8s)
             # refusals, each under its status
             await call("POST", blocks, 409, json=block, headers=OPERATOR)  # one-per-cluster
-            await call("POST", "/api/base-load", 409, headers=k8s,
-                       json={"size_gpus": 8, "term_hours": 1})  # one-per-cluster
+            await call(
+                "POST", "/api/base-load", 409, headers=k8s, json={"size_gpus": 8, "term_hours": 1}
+            )  # one-per-cluster
             await call("GET", "/api/base-load", 403, headers=vm)  # Kubernetes clusters only
-            await call("PUT", "/api/vm/capacity", 422, headers=vm,
-                       json={"max_gpus": 3, "max_price_per_gpu_hour": 2})  # off-grid
-            await call("PUT", "/api/k8s/bid", 409, headers=k8s,
-                       json={"limit_price_per_gpu_hour": 0.5})  # bid-too-low
+            await call(
+                "PUT",
+                "/api/vm/capacity",
+                422,
+                headers=vm,
+                json={"max_gpus": 3, "max_price_per_gpu_hour": 2},
+            )  # off-grid
+            await call(
+                "PUT", "/api/k8s/bid", 409, headers=k8s, json={"limit_price_per_gpu_hour": 0.5}
+            )  # bid-too-low
             await call("GET", "/api/k8s/jobs/nope", 404, headers=k8s)
             await call("GET", "/api/vm/capacity", 401)
             await call("GET", "/api/k8s/bid", 403, headers=vm)
@@ -261,7 +318,8 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
     for answer in answers:
         path = answer.request.url.path
         route = next(
-            (p, m) for p, m, h in _operations(app)
+            (p, m)
+            for p, m, h in _operations(app)
             if m == answer.request.method.lower() and _matches(p, path)
         )
         schema[route[0]][answer.request.method].validate_response(answer)

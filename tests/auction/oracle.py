@@ -284,9 +284,7 @@ def min_sum(rows: list[tuple[list[int], int]], n: int) -> Vector:
         duals = solve(bt, [cost[j] for j in basis])
         assert x_b is not None
         assert duals is not None
-        entering = next(
-            (j for j in range(len(cols)) if cost[j] - dot(duals, cols[j]) > 0), None
-        )
+        entering = next((j for j in range(len(cols)) if cost[j] - dot(duals, cols[j]) > 0), None)
         if entering is None:
             break
         d = solve(b, cols[entering])

@@ -117,10 +117,12 @@ def nearest_minimum_revenue(
     names = [w.cluster for w in winners]
     n = len(names)
     rows = np.array([[c in t for c in names] for t in constraints], dtype=float)
-    need = np.array([
-        (bound - sum(w.vcg for w in winners if w.cluster in t)) * USD
-        for t, bound in constraints.items()
-    ])
+    need = np.array(
+        [
+            (bound - sum(w.vcg for w in winners if w.cluster in t)) * USD
+            for t, bound in constraints.items()
+        ]
+    )
     upper = np.array([(w.bid - w.vcg) * USD for w in winners])
     # least revenue: min Σ δ, rows·δ ≥ need, 0 ≤ δ ≤ bid − vcg (HiGHS' LP)
     h = Highs()

@@ -16,13 +16,22 @@ USD = 1_000_000
 @st.composite
 def releases(draw: st.DrawFn, island: IslandInput) -> list[Release]:
     prices = st.sampled_from(
-        [island.reserve_price + k * PRICE_STEP for k in (-1, 0, 1, 5, 20, 40)
-         if island.reserve_price + k * PRICE_STEP > 0])
+        [
+            island.reserve_price + k * PRICE_STEP
+            for k in (-1, 0, 1, 5, 20, 40)
+            if island.reserve_price + k * PRICE_STEP > 0
+        ]
+    )
     found = []
     for i in range(draw(st.integers(1, 3))):
         units = tuple(
-            Unit(f"r{i}.{j}", draw(st.sampled_from(CLUSTERS)), draw(st.sampled_from([1, 1, 2])),
-                 draw(prices), draw(st.sampled_from([0, 1, 2])))
+            Unit(
+                f"r{i}.{j}",
+                draw(st.sampled_from(CLUSTERS)),
+                draw(st.sampled_from([1, 1, 2])),
+                draw(prices),
+                draw(st.sampled_from([0, 1, 2])),
+            )
             for j in range(draw(st.integers(0, 2)))
         )
         # the released nodes are the holders' own, plus (sometimes) nodes nobody bids for again

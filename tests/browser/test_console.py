@@ -27,8 +27,11 @@ from tests.e2e.support import (
 WAIT_MS = 20_000
 DESKTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
-NODE_SPEC = {"cpu": "240 vCPUs, AMD EPYC (Turin)", "gpus": "8x AMD MI355X 288 GB OAM",
-             "network": "3200 Gbps scale-out"}
+NODE_SPEC = {
+    "cpu": "240 vCPUs, AMD EPYC (Turin)",
+    "gpus": "8x AMD MI355X 288 GB OAM",
+    "network": "3200 Gbps scale-out",
+}
 
 OpenPage = Callable[..., Page]
 
@@ -67,15 +70,18 @@ def sign_in(page: Page, server: Server, auth: dict[str, str]) -> None:
     page.fill("#token", token_of(auth))
     page.click("#sign-in button[type=submit]")
     page.locator("#console").wait_for(state="visible", timeout=WAIT_MS)
-    page.wait_for_function("() => document.body.dataset.refreshedTick !== undefined",
-                           timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => document.body.dataset.refreshedTick !== undefined", timeout=WAIT_MS
+    )
 
 
 def settled(page: Page, island_tick: int) -> None:
     """The page has read the cluster's own state again after the island's tick `island_tick`."""
     page.wait_for_function(
-        "(n) => Number(document.body.dataset.refreshedTick || 0) >= n", arg=island_tick,
-        timeout=WAIT_MS)
+        "(n) => Number(document.body.dataset.refreshedTick || 0) >= n",
+        arg=island_tick,
+        timeout=WAIT_MS,
+    )
 
 
 def run_tick(server: Server, island: str, count: int = 1) -> int:
@@ -139,11 +145,17 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     sign_in(page, server, auth)
     assert page.locator("#who-cluster").inner_text() == "con-vm-one"
     assert page.locator("#who-kind").inner_text() == "VM cluster"
-    assert page.locator("#base-load-note").inner_text().startswith(
-        "Base load blocks are for Kubernetes clusters")
+    assert (
+        page.locator("#base-load-note")
+        .inner_text()
+        .startswith("Base load blocks are for Kubernetes clusters")
+    )
     assert page.locator("#specs .spec-lines li").all_inner_texts() == [
-        "8 nodes × 8 GPUs on island con-vm", "CPU: 240 vCPUs, AMD EPYC (Turin)",
-        "GPUs: 8x AMD MI355X 288 GB OAM", "Network: 3200 Gbps scale-out"]
+        "8 nodes × 8 GPUs on island con-vm",
+        "CPU: 240 vCPUs, AMD EPYC (Turin)",
+        "GPUs: 8x AMD MI355X 288 GB OAM",
+        "Network: 3200 Gbps scale-out",
+    ]
     assert page.locator("#jobs").is_hidden()  # a VM cluster has no jobs
 
     # off the node grid: flagged as typed, and the server's refusal explained once sent
@@ -151,11 +163,13 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     form.locator("input[name=max_gpus]").fill("20")
     form.locator("input[name=price]").fill("2.5")
     assert form.locator(".off-grid").inner_text() == (
-        "20 GPUs is not a whole number of 8-GPU nodes: 16 or 24 would be.")
+        "20 GPUs is not a whole number of 8-GPU nodes: 16 or 24 would be."
+    )
     form.locator("button[type=submit]").click()
     assert alert(page, "#declare") == (
         "20 GPUs is not a whole number of nodes: nodes on this island have 8 GPUs each, so "
-        "ask for 16 or 24 GPUs (the market never rounds).")
+        "ask for 16 or 24 GPUs (the market never rounds)."
+    )
 
     # under the reserve: bid-too-low, in words with both prices
     form.locator("input[name=max_gpus]").fill("32")
@@ -164,10 +178,13 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     form.locator("button[type=submit]").click()
     page.wait_for_function(
         "() => document.querySelector('#declare .refusal[role=alert]').innerText"
-        ".includes('reserve')", timeout=WAIT_MS)
+        ".includes('reserve')",
+        timeout=WAIT_MS,
+    )
     assert alert(page, "#declare") == (
         "0.5000 USD/GPU-h is under the island's reserve price of 1.0000 USD/GPU-h: such a bid "
-        "could never win capacity.")
+        "could never win capacity."
+    )
 
     # a spend limit, then a declaration whose worst case does not fit it
     spend = page.locator("#spend")
@@ -176,18 +193,23 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     limit = spend.locator("dd[data-figure=limit]")
     page.wait_for_function(
         "() => document.querySelector('#spend dd[data-figure=limit]').innerText !== 'none'",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     assert limit.inner_text() == "10.00 USD per day"
     assert spend.locator("dd[data-figure=left]").inner_text() == "10.00 USD"
     form.locator("input[name=price]").fill("2.5")
     form.locator("button[type=submit]").click()
     page.wait_for_function(
         "() => document.querySelector('#declare .refusal[role=alert]').innerText"
-        ".startsWith('This would commit')", timeout=WAIT_MS)
+        ".startsWith('This would commit')",
+        timeout=WAIT_MS,
+    )
     said = alert(page, "#declare")
     found = re.fullmatch(
         r"This would commit ([\d,.]+) USD, and 10\.00 USD is left in this 24 h window of your "
-        r"spend limit of 10\.00 USD per day\.", said)
+        r"spend limit of 10\.00 USD per day\.",
+        said,
+    )
     assert found, said
     assert float(found[1].replace(",", "")) > 10
 
@@ -195,12 +217,14 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     spend.locator("button.remove").click()
     page.wait_for_function(
         "() => document.querySelector('#spend dd[data-figure=limit]').innerText === 'none'",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     form.locator("button[type=submit]").click()
     held = page.locator("#held")
     page.wait_for_function(
         "() => document.querySelector('#held .pending-why').innerText.startsWith('32 GPUs')",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     assert form.locator(".refusal[role=alert]").is_hidden()
     assert held.locator(".holding").inner_text().startswith("Holding 0 GPUs (0 nodes) of 32")
     settled(page, run_tick(server, island))
@@ -208,13 +232,15 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     assert capacity["held_gpus"] == 32
     assert held.locator(".holding").inner_text() == (
         f"Holding 32 GPUs (4 nodes) of 32 declared at most 2.5000 USD/GPU-h; paying "
-        f"{capacity['rate']:.4f} USD/GPU-h now.")
+        f"{capacity['rate']:.4f} USD/GPU-h now."
+    )
     assert held.locator(".pending-why").is_hidden()
     rows = held.locator("table.nodes tbody tr")
     shown = sorted(rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count()))
     assert shown == sorted(
         [n["id"], utc(n["granted_at"]), utc(n["window_ends_at"]), f"{n['locked_price']:.4f}"]
-        for n in capacity["nodes"])
+        for n in capacity["nodes"]
+    )
 
     # the price to win beside the form: what 4 more nodes would cost now, in one look
     ladder = ok(server.client.get("/api/market/ladder", params={"island": island}))
@@ -222,8 +248,10 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
     page.locator("#ladder tr[data-nodes='4']").wait_for(timeout=WAIT_MS)
     assert page.locator("#ladder tr.chosen").get_attribute("data-nodes") == "4"
     cost = form.locator(".cost-now").inner_text()
-    assert cost.startswith(f"4 nodes now: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, "
-                           f"{usd(rung['price_per_gpu_hour'] * rung['gpus'])} per hour in all")
+    assert cost.startswith(
+        f"4 nodes now: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, "
+        f"{usd(rung['price_per_gpu_hour'] * rung['gpus'])} per hour in all"
+    )
     assert page.locator("body").inner_text().count("UTC") == 1  # one clock, said once
     page.screenshot(path=str(tmp_path / "vm-console.png"), full_page=True)
 
@@ -253,9 +281,12 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
 def offers_island(server: Server, island: str) -> None:
     """16 nodes, 6 reservable: 4 of them held by another account's block, so 2 are free."""
     island_of_8_gpu_nodes(server, island, 16)
-    post_offers(server, island, [
-        (8, 24, 2.0), (8, 720, 2.0), (16, 24, None), (24, 24, 2.0), (32, 24, 2.0),
-        (64, 24, 2.0)], reservable_nodes=6)
+    post_offers(
+        server,
+        island,
+        [(8, 24, 2.0), (8, 720, 2.0), (16, 24, None), (24, 24, 2.0), (32, 24, 2.0), (64, 24, 2.0)],
+        reservable_nodes=6,
+    )
 
 
 def cell(page: Page, size: int, term: int) -> Any:
@@ -292,21 +323,27 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert cell(page, 32, 24).inner_text() == f"sold out until {until}"
     assert cell(page, 64, 24).inner_text() == "not available on this island"
     assert page.locator("#buy thead th").all_inner_texts() == [
-        "size", "1 day (24 h)", "30 days (720 h)"]
+        "size",
+        "1 day (24 h)",
+        "30 days (720 h)",
+    ]
 
     # a block the balance covers: its price, no deposit; Buy, and the card folds
     cell(page, 8, 24).locator("button").click()
     pick = page.locator("#buy .pick")
     assert pick.locator(".pick-price").inner_text() == (
         "8 GPUs (1 node) for 1 day (24 h) at 2.0000 USD/GPU-h: 384.00 USD for the whole "
-        "block, starting at once.")
+        "block, starting at once."
+    )
     assert pick.locator(".pick-deposit").is_hidden()
     pick.locator("button.buy-button").click()
-    page.wait_for_function("() => document.getElementById('buy').dataset.folded === 'true'",
-                           timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => document.getElementById('buy').dataset.folded === 'true'", timeout=WAIT_MS
+    )
     assert page.locator("#buy details.fold").get_attribute("open") is None  # folded
     assert page.locator("#buy .fold-line").inner_text() == (
-        "This cluster holds a live block (above): another can be bought when it ends.")
+        "This cluster holds a live block (above): another can be bought when it ends."
+    )
     live = ok(server.client.get("/api/base-load", headers=small))["live"]
     figures = page.locator("#your-block dl.block-figures")
     assert figures.get_attribute("data-block") == live["id"]
@@ -314,7 +351,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert figures.locator("dd[data-figure=price]").inner_text() == "384.00 USD"
     assert figures.locator("dd[data-figure=ends]").inner_text() == utc(live["ends_at"])
     assert figures.locator("dd[data-figure=deposit]").inner_text() == (
-        "none: the balance covered the price")
+        "none: the balance covered the price"
+    )
 
     # a job through the page: the limit price, the job, a tick, then it finishes
     bid = page.locator("#bid")
@@ -322,7 +360,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     bid.locator("button[type=submit]").click()
     page.wait_for_function(
         "() => document.querySelector('#bid .bid-now').innerText.startsWith('Now 3.0000')",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     new_job = page.locator("#jobs form.new-job")
     new_job.locator("input[name=name]").fill("train")
     new_job.locator("input[name=nodes]").fill("2")
@@ -337,13 +376,16 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert job.locator(".held-nodes").inner_text() == "2 nodes held"
     newest_first = sorted(read["events"], key=lambda e: e["at"], reverse=True)
     assert job.locator(".events li").evaluate_all(
-        "(items) => items.map((li) => li.dataset.type)") == [e["type"] for e in newest_first]
+        "(items) => items.map((li) => li.dataset.type)"
+    ) == [e["type"] for e in newest_first]
     assert "Provisioned" in [e["type"] for e in newest_first]
     settled(page, run_tick(server, island, 2))
     job.locator("button.finish").click()
     page.wait_for_function(
         "() => document.querySelector(\"#jobs .job[data-job='train']\").dataset.state"
-        " === 'finished'", timeout=WAIT_MS)
+        " === 'finished'",
+        timeout=WAIT_MS,
+    )
     assert job.locator(".events li").first.get_attribute("data-type") == "Finished"
 
     # billing: market and base load stacked, the rows as the API gives them, and the CSV
@@ -354,17 +396,28 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     rows = ok(server.client.get("/api/billing", params=end, headers=small))
     assert {r["kind"] for r in rows} == {"market", "base_load"}
     page.wait_for_function(
-        "(n) => document.querySelectorAll('#billing tbody tr').length === n", arg=len(rows),
-        timeout=WAIT_MS)
+        "(n) => document.querySelectorAll('#billing tbody tr').length === n",
+        arg=len(rows),
+        timeout=WAIT_MS,
+    )
     shown = billing.locator("tbody tr")
     assert [shown.nth(i).locator("td").all_inner_texts() for i in range(shown.count())] == [
-        [utc(r["start"]), utc(r["end"]), r["kind"].replace("_", " "), f"{r['gpu_hours']:.2f}",
-         f"{r['amount_usd']:.6f}"] for r in rows]
+        [
+            utc(r["start"]),
+            utc(r["end"]),
+            r["kind"].replace("_", " "),
+            f"{r['gpu_hours']:.2f}",
+            f"{r['amount_usd']:.6f}",
+        ]
+        for r in rows
+    ]
     canvas = billing.locator("canvas.spend-chart")
     hours_billed = {r["start"] for r in rows}
     assert canvas.get_attribute("data-bars") == str(len(hours_billed))
-    assert abs(float(canvas.get_attribute("data-total") or 0)
-               - sum(r["amount_usd"] for r in rows)) < 1e-6
+    assert (
+        abs(float(canvas.get_attribute("data-total") or 0) - sum(r["amount_usd"] for r in rows))
+        < 1e-6
+    )
     with page.expect_download() as download:
         billing.locator("button.csv").click()
     csv_path = tmp_path / "billing.csv"
@@ -380,20 +433,27 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     sign_in(second, server, big)
     cell(second, 8, 720).locator("button").click()
     pick = second.locator("#buy .pick")
-    assert pick.locator(".pick-price").inner_text().endswith(": 11,520.00 USD for the whole "
-                                                             "block, starting at once.")
+    assert (
+        pick.locator(".pick-price")
+        .inner_text()
+        .endswith(": 11,520.00 USD for the whole block, starting at once.")
+    )
     assert pick.locator(".pick-deposit").inner_text() == (
         "The balance does not cover the whole price: a security deposit of 10,000.00 USD is "
-        "taken from it now, and 1,520.00 USD is to be wired by the next business day.")
+        "taken from it now, and 1,520.00 USD is to be wired by the next business day."
+    )
     pick.locator("button.buy-button").click()
-    second.wait_for_function("() => document.getElementById('buy').dataset.folded === 'true'",
-                             timeout=WAIT_MS)
+    second.wait_for_function(
+        "() => document.getElementById('buy').dataset.folded === 'true'", timeout=WAIT_MS
+    )
     block = ok(server.client.get("/api/base-load", headers=big))["live"]
     figures = second.locator("#your-block dl.block-figures")
     assert figures.locator("dd[data-figure=deposit]").inner_text() == (
-        "10,000.00 USD (held: 10,000.00 USD)")
+        "10,000.00 USD (held: 10,000.00 USD)"
+    )
     assert figures.locator("dd[data-figure='owed by wire']").inner_text() == (
-        f"1,520.00 USD due by {utc(block['owed_by'])}")
+        f"1,520.00 USD due by {utc(block['owed_by'])}"
+    )
     # a job of pods smaller than a node, on a cluster without packing: why it waits, in words
     new_job = second.locator("#jobs form.new-job")
     new_job.locator("input[name=name]").fill("tiny")
@@ -407,7 +467,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert reason == "PackingDisabled"
     assert tiny.locator(".why").inner_text() == (
         "Waiting: jobs smaller than a node need packing onto the block, which is not enabled "
-        "for this cluster.")
+        "for this cluster."
+    )
     assert "2 pods × 2 GPUs" in tiny.inner_text()
     # now every reservable node is taken: the first tenant's folded card, opened, says so
     settled(page, run_tick(server, island))
@@ -418,8 +479,10 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
 
     # one tenant's console shows nothing of another's
     shown = {"con-small-k": page.inner_text("body"), "con-big-k": second.inner_text("body")}
-    own = {"con-small-k": [live["id"], "train", "con-small"],
-           "con-big-k": [block["id"], "tiny", "con-big"]}
+    own = {
+        "con-small-k": [live["id"], "train", "con-small"],
+        "con-big-k": [block["id"], "tiny", "con-big"],
+    }
     for cluster, text in shown.items():
         for owner, marks in own.items():
             for mark in marks:
@@ -448,11 +511,12 @@ def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_bloc
     sign_in(page, server, auth)  # before the island's first tick: the page waits for it
     closed = page.locator("#buy .closed")
     assert closed.inner_text() == (
-        "Buying base load on this island is not open here: your account team arranges the "
-        "block.")
+        "Buying base load on this island is not open here: your account team arranges the block."
+    )
     assert page.locator("#buy table.offers").is_hidden()
-    page.wait_for_function("() => document.getElementById('status').dataset.state === 'waiting'",
-                           timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => document.getElementById('status').dataset.state === 'waiting'", timeout=WAIT_MS
+    )
     settled(page, run_tick(server, island))
     assert page.locator("#status").get_attribute("data-state") == "live"
     page.screenshot(path=str(tmp_path / "buying-closed.png"), full_page=True)

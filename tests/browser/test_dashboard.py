@@ -130,9 +130,12 @@ def test_the_range_choice_draws_the_series_as_a_step_line_with_values_on_hover(
                 .chart;
             return chart.candles.map((c) => [c.t, chart.x(c.t), chart.x(c.t + chart.width),
                                              chart.y(c.vwap)]);
-        }""", "ref")
+        }""",
+        "ref",
+    )
     assert [c[0] for c in scale] == [
-        datetime.fromisoformat(c["start"]).timestamp() * 1000 for c in candles]
+        datetime.fromisoformat(c["start"]).timestamp() * 1000 for c in candles
+    ]
     steps = [(a, b) for a, b in pairwise(scale) if abs(a[3] - b[3]) > 8 and b[0] == a[0] + width]
     assert steps, "the market moved: some neighbouring candles differ by more than 8 px"
     left, right = steps[0]
@@ -140,7 +143,8 @@ def test_the_range_choice_draws_the_series_as_a_step_line_with_values_on_hover(
     drawn = vwap_rows(page, "ref", at)
     assert any(abs(y - left[3]) <= 2 for y in drawn), (drawn, left[3])  # still its price
     ramp = left[3] + (right[3] - left[3]) * (at - (left[1] + left[2]) / 2) / (
-        (right[1] + right[2]) / 2 - (left[1] + left[2]) / 2)
+        (right[1] + right[2]) / 2 - (left[1] + left[2]) / 2
+    )
     assert not any(abs(y - ramp) <= 2 for y in drawn), (drawn, ramp)  # not a ramp
 
     # hover: the candle under the pointer, its figures
@@ -161,7 +165,9 @@ def test_the_range_choice_draws_the_series_as_a_step_line_with_values_on_hover(
     page.mouse.move(box["x"] + scale[-1][1] + 2, box["y"] + 100)  # the latest candle: still open
     page.wait_for_function(
         "() => document.querySelector(\"section[data-island='ref'] .tip\").innerText"
-        ".includes('open')", timeout=WAIT_MS)
+        ".includes('open')",
+        timeout=WAIT_MS,
+    )
     page.screenshot(path=str(tmp_path / "week.png"), full_page=True)
 
     page.locator(".ranges button[data-range='month']").click()
@@ -174,8 +180,12 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     start_server: StartServer, page: Page
 ) -> None:
     server = start_server("--clock", "manual", "--tick-seconds", "1800")
-    body = {"gpus_per_node": 8, "nodes": 128, "reserve_price": 1.0,
-            "node_spec": {"gpus": "8x Test GPU 80 GB"}}
+    body = {
+        "gpus_per_node": 8,
+        "nodes": 128,
+        "reserve_price": 1.0,
+        "node_spec": {"gpus": "8x Test GPU 80 GB"},
+    }
     ok(server.client.put("/api/admin/islands/big", json=body, headers=server.operator()))
     make_account(server, "acct", 1_000_000)
     holder = make_cluster(server, "acct", "big", "vm", "holder")
@@ -196,8 +206,9 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     big = page.locator("section[data-island='big']")
     big.locator("table.ladder tbody tr.later").first.wait_for(timeout=WAIT_MS)
     rows = big.locator("table.ladder tbody tr")
-    shown = {int(rows.nth(i).locator("td").first.inner_text()): rows.nth(i)
-             for i in range(rows.count())}
+    shown = {
+        int(rows.nth(i).locator("td").first.inner_text()): rows.nth(i) for i in range(rows.count())
+    }
     rung = later[0]
     row = shown[rung["nodes"]]
     assert row.locator("td").nth(2).inner_text() == f"{rung['price_per_gpu_hour']:.4f}"
@@ -215,7 +226,8 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     assert order == ["big", "ref", "late"]  # 1024, 512 and 32 GPUs
     assert big.locator(".spec").inner_text() == "128 nodes × 8 GPUs · 8x Test GPU 80 GB per node"
     assert page.locator("section[data-island='ref'] .spec").inner_text() == (
-        "64 nodes × 8 GPUs · 8x AMD MI355X 288 GB OAM per node")
+        "64 nodes × 8 GPUs · 8x AMD MI355X 288 GB OAM per node"
+    )
     late = page.locator("section[data-island='late']")
     assert late.locator(".spec").inner_text() == "8 nodes × 4 GPUs"
     assert late.locator(".reserve").inner_text() == "2.5000"
@@ -224,5 +236,5 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     assert page.locator("body").inner_text().count("UTC") == 1
     last = done["late"]["time"][:19].replace("T", " ")
     page.wait_for_function(
-        "(t) => document.getElementById('status').innerText.endsWith(t)", arg=last,
-        timeout=WAIT_MS)
+        "(t) => document.getElementById('status').innerText.endsWith(t)", arg=last, timeout=WAIT_MS
+    )

@@ -60,8 +60,10 @@ def test_the_docs_ui_renders_offline_and_lists_every_operation(
     assert page.locator(".info .title").inner_text().startswith("burstmarket")
 
     shown = {
-        (block.locator(".opblock-summary-method").inner_text().strip(),
-         block.locator(".opblock-summary-path").inner_text().replace("\u200b", "").strip())
+        (
+            block.locator(".opblock-summary-method").inner_text().strip(),
+            block.locator(".opblock-summary-path").inner_text().replace("\u200b", "").strip(),
+        )
         for block in page.locator(".opblock").all()
     }
     assert shown == operations(doc)
@@ -76,8 +78,16 @@ def test_the_docs_ui_renders_offline_and_lists_every_operation(
     put.locator(".opblock-summary").click()
     put.locator(".responses-table").first.wait_for(timeout=WAIT_MS)
     text = put.inner_text()
-    for expected in ("max_gpus", "max_price_per_gpu_hour", "release", "402", "409", "422",
-                     "off-grid", "bid-too-low"):
+    for expected in (
+        "max_gpus",
+        "max_price_per_gpu_hour",
+        "release",
+        "402",
+        "409",
+        "422",
+        "off-grid",
+        "bid-too-low",
+    ):
         assert expected in text, expected
 
     assert blocked == []

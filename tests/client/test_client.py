@@ -96,8 +96,11 @@ def test_declare_to_win_bids_for_the_nodes_the_cluster_does_not_hold_yet(
         # one more node displaces the rival's 1.5 (the tie going to the older bid); three
         # nodes, as a newcomer would ask, would also displace my own 2.0 twice
         assert [(n, price) for n, price, *_ in ladder] == [
-            (1, Decimal("1.5001")), (2, Decimal("1.5001")), (3, Decimal("1.6667")),
-            (4, Decimal("1.7501"))]
+            (1, Decimal("1.5001")),
+            (2, Decimal("1.5001")),
+            (3, Decimal("1.6667")),
+            (4, Decimal("1.7501")),
+        ]
         declared = typed_usage.one_more_node(server.url, me, ceiling=Decimal(3))
         assert declared.max_gpus == 24
         assert declared.max_price_per_gpu_hour == Decimal("1.6501")  # 1.5001 + 10 %
@@ -122,9 +125,10 @@ def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: Sta
     # both nodes under the holder's windows, granted a tick ago: contestable when they end
     ends = granted.time - timedelta(minutes=30) + timedelta(hours=1)
     assert [(n, price, when) for n, price, when, _ in ladder] == [
-        (1, Decimal("2.0001"), ends), (2, Decimal("2.0001"), ends)]
-    assert {why for *_, why in ladder} == {
-        "protection windows hold the nodes until contestable_at"}
+        (1, Decimal("2.0001"), ends),
+        (2, Decimal("2.0001"), ends),
+    ]
+    assert {why for *_, why in ladder} == {"protection windows hold the nodes until contestable_at"}
     assert arun(lambda: typed_usage.vwap(server.url, server.token, "win")) == Decimal(1)
 
 
@@ -224,7 +228,10 @@ def test_failures_are_the_clients_own_errors(failing_server: str) -> None:
 def mypy(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(path)],
-        capture_output=True, text=True, timeout=600, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         cwd=Path(__file__).parents[2],
     )
 
@@ -262,10 +269,16 @@ def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
             "ref", [(16, 720, "1.5"), (8, 24, None)], buying_open=True, reservable_nodes=4
         )
         assert [(c.size_gpus, c.state, c.deposit_usd) for c in grid.cells] == [
-            (8, "sold-out", None), (16, "available", None)]
+            (8, "sold-out", None),
+            (16, "available", None),
+        ]
         assert op.set_packing("kube", True).enabled
-        exec(readme_example("### Base load").replace("http://127.0.0.1:8000", server.url).replace(
-            "<cluster token>", me), {})
+        exec(
+            readme_example("### Base load")
+            .replace("http://127.0.0.1:8000", server.url)
+            .replace("<cluster token>", me),
+            {},
+        )
         printed = capsys.readouterr().out.splitlines()
         assert printed[:2] == ["8 24 None sold-out None", "16 720 1.5 available None"]
         bought = "kube-bl1: 17280.0 USD, deposit 10000.0 USD, 7280.0 USD by wire by "
@@ -274,11 +287,19 @@ def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
         with SyncTenantClient(server.url, me) as tenant:
             job = tenant.job("eval-1")
             assert (job.state, job.pods, job.gpus_per_pod, len(job.node_ids)) == (
-                "running", 2, 2, 1)
+                "running",
+                2,
+                2,
+                1,
+            )
             block = tenant.base_load().live
             assert block is not None
             assert (block.id, block.gpus, block.deposit_held_usd, block.owed_usd) == (
-                "kube-bl1", 16, Decimal(10_000), Decimal(7280))
+                "kube-bl1",
+                16,
+                Decimal(10_000),
+                Decimal(7280),
+            )
             assert tenant.base_load_offers().live_block == "kube-bl1"
         account = op.wire("acct", 7280)  # paid in full: the deposit comes back
         assert (account.owed_usd, account.receivables) == (Decimal(0), [])
@@ -286,9 +307,16 @@ def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
         assert account.balance_usd == 12_000 + 7280 - 2
         changed = op.change_block("kube-bl1", rate_per_gpu_hour="1.25", notes="renegotiated")
         assert (changed.id, changed.purchase, changed.rate_per_gpu_hour, changed.notes) == (
-            "kube-bl2", "kube-bl1", Decimal("1.25"), "renegotiated")
+            "kube-bl2",
+            "kube-bl1",
+            Decimal("1.25"),
+            "renegotiated",
+        )
         other = op.create_cluster("acct", "ref", "k8s", "other")
         assert other.id == "other"
         direct = op.create_block("other", 1, "0.5", 2)
         assert (direct.origin, direct.nodes, direct.rate_per_gpu_hour) == (
-            "account-team", 1, Decimal("0.5"))
+            "account-team",
+            1,
+            Decimal("0.5"),
+        )

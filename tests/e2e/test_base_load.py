@@ -209,7 +209,9 @@ def test_block_work_needs_no_balance_during_a_billing_hold(shared_server: Server
     job = ok(server.client.get("/api/k8s/jobs/fits", headers=k))
     assert job["state"] == "running"
     assert sorted(_nodes(server, "hold")[n]["state"] for n in job["node_ids"]) == [
-        "base_load", "base_load"]
+        "base_load",
+        "base_load",
+    ]
     before = len(server.refused_lines())
     beyond = server.client.post("/api/k8s/jobs", json={"name": "big", "nodes": 3}, headers=k)
     assert beyond.status_code == 402
@@ -248,8 +250,11 @@ def test_a_step_down_with_no_price_bills_the_lowest_clearing_rate_until_its_wind
     def billed(stats: Any) -> int:
         """What the block's cluster was billed in the market for the tick's interval."""
         start = datetime.fromisoformat(stats["time"])
-        params = {"granularity": "5m", "start": start.isoformat(),
-                  "end": (start + timedelta(minutes=5)).isoformat()}
+        params = {
+            "granularity": "5m",
+            "start": start.isoformat(),
+            "end": (start + timedelta(minutes=5)).isoformat(),
+        }
         rows = ok(server.client.get("/api/billing", params=params, headers=k))
         return sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
 
@@ -291,11 +296,17 @@ def test_a_step_down_whose_declared_price_can_never_clear_locks_the_lowest_clear
     (node,) = ok(server.client.get("/api/k8s/jobs/steady", headers=k))["node_ids"]
     stepped = _nodes(server, "under")[node]
     assert (stepped["state"], stepped["cluster"], stepped["locked_price"]) == (
-        "held", "under-k", 4.0)
+        "held",
+        "under-k",
+        4.0,
+    )
     assert (stats["min"], stats["max"], stats["reserve_price"]) == (4.0, 4.0, 2.0)
     start = datetime.fromisoformat(stats["time"])
-    params = {"granularity": "5m", "start": start.isoformat(),
-              "end": (start + timedelta(minutes=5)).isoformat()}
+    params = {
+        "granularity": "5m",
+        "start": start.isoformat(),
+        "end": (start + timedelta(minutes=5)).isoformat(),
+    }
     rows = ok(server.client.get("/api/billing", params=params, headers=k))
     market = sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
     assert market == 4_000_000 * 8 * 300_000  # the lock x 8 GPUs x the tick's 5 minutes

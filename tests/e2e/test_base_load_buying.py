@@ -82,8 +82,10 @@ def test_the_offer_grid_reads_each_cells_state_from_the_islands_blocks_now(
     assert by_cell[(40, 24)]["state"] == "not-available"
 
     # the deposit is this account's: the poor one would put down 10,000 of the 23,040
-    mine = {(c["size_gpus"], c["term_hours"]): c for c in
-            ok(server.client.get("/api/base-load/offers", headers=poor))["cells"]}
+    mine = {
+        (c["size_gpus"], c["term_hours"]): c
+        for c in ok(server.client.get("/api/base-load/offers", headers=poor))["cells"]
+    }
     assert mine[(32, 720)]["deposit_usd"] == 10_000
     assert mine[(8, 24)]["deposit_usd"] == 0
 
@@ -105,24 +107,52 @@ def test_the_grid_is_refused_for_cells_off_whole_nodes_under_the_reserve_or_twic
     make_island(server, "badgrid", nodes=4, reserve=2.0)
     path = "/api/admin/islands/badgrid/base-load-offers"
     cases = [
-        ({"buying_open": True, "reservable_nodes": 2,
-          "cells": [{"size_gpus": 12, "term_hours": 24, "rate_per_gpu_hour": 3}]},
-         "cells[0].size_gpus"),
-        ({"buying_open": True, "reservable_nodes": 2,
-          "cells": [{"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 1.5}]},
-         "cells[0].rate_per_gpu_hour"),
-        ({"buying_open": True, "reservable_nodes": 2,
-          "cells": [{"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 3},
-                    {"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 4}]}, "cells[1]"),
+        (
+            {
+                "buying_open": True,
+                "reservable_nodes": 2,
+                "cells": [{"size_gpus": 12, "term_hours": 24, "rate_per_gpu_hour": 3}],
+            },
+            "cells[0].size_gpus",
+        ),
+        (
+            {
+                "buying_open": True,
+                "reservable_nodes": 2,
+                "cells": [{"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 1.5}],
+            },
+            "cells[0].rate_per_gpu_hour",
+        ),
+        (
+            {
+                "buying_open": True,
+                "reservable_nodes": 2,
+                "cells": [
+                    {"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 3},
+                    {"size_gpus": 8, "term_hours": 24, "rate_per_gpu_hour": 4},
+                ],
+            },
+            "cells[1]",
+        ),
         ({"buying_open": True, "reservable_nodes": 5, "cells": []}, "reservable_nodes"),
-        ({"buying_open": True, "reservable_nodes": 2,
-          "cells": [{"size_gpus": 8, "term_hours": 0, "rate_per_gpu_hour": 3}]},
-         "cells[0].term_hours"),
+        (
+            {
+                "buying_open": True,
+                "reservable_nodes": 2,
+                "cells": [{"size_gpus": 8, "term_hours": 0, "rate_per_gpu_hour": 3}],
+            },
+            "cells[0].term_hours",
+        ),
     ]
     for body, field in cases:
         since = len(server.refused_lines())
-        answer = refused(server, server.client.put(path, json=body, headers=server.operator()),
-                         422, "invalid", since)
+        answer = refused(
+            server,
+            server.client.put(path, json=body, headers=server.operator()),
+            422,
+            "invalid",
+            since,
+        )
         assert answer["field"] == field
 
 
@@ -204,7 +234,11 @@ def test_a_purchase_the_balance_covers_takes_no_deposit_and_bills_its_term(
 
     block = ok(buy(server, k, 16, 1), 201)
     assert (block["state"], block["origin"], block["nodes"], block["gpus"]) == (
-        "live", "purchase", 2, 16)
+        "live",
+        "purchase",
+        2,
+        16,
+    )
     assert (block["rate_per_gpu_hour"], block["term_hours"], block["price_usd"]) == (1.5, 1, 24)
     assert (block["deposit_usd"], block["owed_usd"], block["owed_by"]) == (0, 0, None)
     # it starts at once: its first 5-minute step is billed with the purchase
@@ -243,7 +277,10 @@ def test_a_purchase_past_the_balance_takes_a_deposit_and_owes_the_rest_by_wire(
     block = ok(buy(server, k, 16, 720), 201)
     assert block["price_usd"] == 17_280
     assert (block["deposit_usd"], block["deposit_held_usd"], block["owed_usd"]) == (
-        10_000, 10_000, 7_280)
+        10_000,
+        10_000,
+        7_280,
+    )
     starts = datetime.fromisoformat(block["starts_at"])
     due = datetime.fromisoformat(block["owed_by"])
     assert due == _next_business_day_end(starts)
@@ -271,8 +308,13 @@ def test_a_purchase_past_the_balance_takes_a_deposit_and_owes_the_rest_by_wire(
     # every amount is exact: the ledger's rows add up to the balance (the wire's 720 of excess
     # is plain credit)
     since = len(server.refused_lines())
-    refused(server, server.client.post(wires, json={"amount_usd": 0}, headers=server.operator()),
-            422, "invalid", since)
+    refused(
+        server,
+        server.client.post(wires, json={"amount_usd": 0}, headers=server.operator()),
+        422,
+        "invalid",
+        since,
+    )
 
 
 def _next_business_day_end(at: datetime) -> datetime:

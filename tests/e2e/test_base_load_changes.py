@@ -32,8 +32,9 @@ def _create(server: Server, cluster: str, nodes: int, rate: float, term_hours: i
 
 
 def _change(server: Server, block: str, **body: Any) -> Any:
-    return server.client.patch(f"/api/admin/base-load/{block}", json=body,
-                               headers=server.operator())
+    return server.client.patch(
+        f"/api/admin/base-load/{block}", json=body, headers=server.operator()
+    )
 
 
 def _nodes(server: Server, island: str) -> dict[str, Any]:
@@ -43,7 +44,8 @@ def _nodes(server: Server, island: str) -> dict[str, Any]:
 
 def _ms(start: str, end: str) -> int:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)) // timedelta(
-        milliseconds=1)
+        milliseconds=1
+    )
 
 
 def _units(rows: list[Any]) -> int:
@@ -56,8 +58,11 @@ def test_a_rate_change_ends_the_block_at_the_instant_and_bills_exactly_on_both_s
     """10-second ticks: the change lands 10 s into a 5-minute step the old block billed whole,
     so the old block gives back the rest of that step and the new one bills from the instant."""
     make_island(server, "chg", nodes=2, reserve=1.0)
-    ok(server.client.put("/api/admin/islands/chg", json={"base_load_cap": 2},
-                         headers=server.operator()))
+    ok(
+        server.client.put(
+            "/api/admin/islands/chg", json={"base_load_cap": 2}, headers=server.operator()
+        )
+    )
     make_account(server, "chg-acct", balance=1000)
     k = make_cluster(server, "chg-acct", "chg", "k8s", "chg-k")
     old = _create(server, "chg-k", 1, 2.0, 1)
@@ -70,7 +75,10 @@ def test_a_rate_change_ends_the_block_at_the_instant_and_bills_exactly_on_both_s
     assert (new["state"], new["rate_per_gpu_hour"], new["nodes"]) == ("live", 3.0, 1)
     assert new["id"] != old["id"]
     assert (new["ends_at"], new["purchase"], new["origin"]) == (
-        old["ends_at"], old["id"], "account-team")
+        old["ends_at"],
+        old["id"],
+        "account-team",
+    )
     read = base_load(server, k)
     assert read["live"]["id"] == new["id"]
     (before,) = read["past"]
@@ -92,8 +100,7 @@ def test_a_rate_change_ends_the_block_at_the_instant_and_bills_exactly_on_both_s
     read = base_load(server, k)
     assert read["live"] is None
     rows = ok(server.client.get("/api/billing", params={"granularity": "5m"}, headers=k))
-    expected = 2_000_000 * 8 * _ms(old["starts_at"], at) + 3_000_000 * 8 * _ms(
-        at, old["ends_at"])
+    expected = 2_000_000 * 8 * _ms(old["starts_at"], at) + 3_000_000 * 8 * _ms(at, old["ends_at"])
     assert _units(rows) == expected
     billed = {b["id"]: Decimal(str(b["billed_usd"])) for b in read["past"]}
     assert billed == {
@@ -104,8 +111,11 @@ def test_a_rate_change_ends_the_block_at_the_instant_and_bills_exactly_on_both_s
 
 def test_a_size_change_starts_a_block_of_the_new_size_and_delivers_it(server: Server) -> None:
     make_island(server, "grow", nodes=3, reserve=1.0)
-    ok(server.client.put("/api/admin/islands/grow", json={"base_load_cap": 3},
-                         headers=server.operator()))
+    ok(
+        server.client.put(
+            "/api/admin/islands/grow", json={"base_load_cap": 3}, headers=server.operator()
+        )
+    )
     make_account(server, "grow-acct", balance=1000)
     make_account(server, "grow-other", balance=1000)
     k = make_cluster(server, "grow-acct", "grow", "k8s", "grow-k")
@@ -120,24 +130,31 @@ def test_a_size_change_starts_a_block_of_the_new_size_and_delivers_it(server: Se
     # the other cluster cannot take the last node past the cap: 2 + 2 > 3
     since = len(server.refused_lines())
     body = {"nodes": 2, "rate_per_gpu_hour": 2.0, "term_hours": 1}
-    answer = server.client.post("/api/admin/clusters/grow-o/base-load", json=body,
-                                headers=server.operator())
+    answer = server.client.post(
+        "/api/admin/clusters/grow-o/base-load", json=body, headers=server.operator()
+    )
     assert refused(server, answer, 422, "invalid", since)["field"] == "nodes"
     # nor can this block grow past it
     since = len(server.refused_lines())
-    assert refused(server, _change(server, new["id"], nodes=4), 422, "invalid", since)[
-        "field"] == "nodes"
+    assert (
+        refused(server, _change(server, new["id"], nodes=4), 422, "invalid", since)["field"]
+        == "nodes"
+    )
     rows = ok(server.client.get("/api/billing", params={"granularity": "1d"}, headers=k))
     at = new["starts_at"]
     assert _units(rows) == 2_000_000 * 8 * _ms(old["starts_at"], at) + 2_000_000 * 16 * (
-        _ms(at, new["billed_until"]))
+        _ms(at, new["billed_until"])
+    )
 
 
 def test_the_end_date_and_notes_change_in_place(shared_server: Server) -> None:
     server = shared_server
     make_island(server, "place", nodes=2, reserve=1.0)
-    ok(server.client.put("/api/admin/islands/place", json={"base_load_cap": 1},
-                         headers=server.operator()))
+    ok(
+        server.client.put(
+            "/api/admin/islands/place", json={"base_load_cap": 1}, headers=server.operator()
+        )
+    )
     make_account(server, "place-acct", balance=1000)
     k = make_cluster(server, "place-acct", "place", "k8s", "place-k")
     block = _create(server, "place-k", 1, 2.0, 10)
@@ -150,8 +167,11 @@ def test_the_end_date_and_notes_change_in_place(shared_server: Server) -> None:
     now = datetime.fromisoformat(block["starts_at"]) + timedelta(minutes=5)
     end = now + timedelta(minutes=3)
     changed = ok(_change(server, block["id"], ends_at=end.isoformat(), notes="renewal in talks"))
-    assert (changed["id"], changed["state"], changed["notes"]) == (block["id"], "live",
-                                                                   "renewal in talks")
+    assert (changed["id"], changed["state"], changed["notes"]) == (
+        block["id"],
+        "live",
+        "renewal in talks",
+    )
     assert datetime.fromisoformat(changed["ends_at"]) == end
     assert changed["term_hours"] == 8 / 60
     # the 2 minutes billed beyond the new end are given back
@@ -183,8 +203,11 @@ def test_the_operators_direct_create_is_the_account_teams_tool(shared_server: Se
     block and the API's description say so."""
     server = shared_server
     make_island(server, "team", nodes=2, reserve=5.0)
-    ok(server.client.put("/api/admin/islands/team", json={"base_load_cap": 2},
-                         headers=server.operator()))
+    ok(
+        server.client.put(
+            "/api/admin/islands/team", json={"base_load_cap": 2}, headers=server.operator()
+        )
+    )
     make_account(server, "team-acct", balance=0)
     make_cluster(server, "team-acct", "team", "k8s", "team-k")
     block = _create(server, "team-k", 2, 1.0, 3)  # under the reserve, nothing posted, no funds

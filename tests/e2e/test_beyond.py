@@ -55,7 +55,6 @@ class Watcher:
             assert ticks == list(range(first, last + 1)), channel
 
 
-
 def tick_both(markets: tuple[Server, Server], times: int = 1) -> None:
     for market in markets:
         tick(market, times)
@@ -66,16 +65,40 @@ def ready(edge: Server) -> bool:
 
 
 def start_market(start_server: StartServer, bus: str, island: str, data: Path) -> Server:
-    return start_server("--clock", "manual", "--bus", bus, "--islands", island,
-                        "--lease-seconds", LEASE, data_dir=data)
+    return start_server(
+        "--clock",
+        "manual",
+        "--bus",
+        bus,
+        "--islands",
+        island,
+        "--lease-seconds",
+        LEASE,
+        data_dir=data,
+    )
 
 
 def claim(bus: str, island: str, data: Path) -> subprocess.CompletedProcess[str]:
     """`serve` for an island, expected to refuse at start (it is never left running)."""
     return subprocess.run(
-        [str(BURSTMARKET), "serve", "--clock", "manual", "--bus", bus, "--islands", island,
-         "--data-dir", str(data), "--port", str(free_port())],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            str(BURSTMARKET),
+            "serve",
+            "--clock",
+            "manual",
+            "--bus",
+            bus,
+            "--islands",
+            island,
+            "--data-dir",
+            str(data),
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -89,16 +112,24 @@ def test_two_markets_two_edges_one_bus(
     populate(north, "north")
     populate(south, "south")
     # Each process runs its own island only.
-    elsewhere = north.client.put("/api/admin/islands/south", headers=north.operator(),
-                                 json={"gpus_per_node": 8, "nodes": 4, "reserve_price": 1.0})
+    elsewhere = north.client.put(
+        "/api/admin/islands/south",
+        headers=north.operator(),
+        json={"gpus_per_node": 8, "nodes": 4, "reserve_price": 1.0},
+    )
     assert (elsewhere.status_code, elsewhere.json()["error"]) == (404, "not-found")
     assert [island["id"] for island in ok(north.client.get("/api/islands"))] == ["north"]
     tick_both(markets)  # tick 1 of each island
     edges = [start_server("--bus", bus, subcommand="feed") for _ in range(2)]
     for edge in edges:
-        eventually(lambda edge=edge: all(  # type: ignore[misc]
-            edge.client.get("/api/market/stats", params={"island": island}).status_code == 200
-            for island in ISLANDS), "both islands on the edge", edge)
+        eventually(
+            lambda edge=edge: all(  # type: ignore[misc]
+                edge.client.get("/api/market/stats", params={"island": island}).status_code == 200
+                for island in ISLANDS
+            ),
+            "both islands on the edge",
+            edge,
+        )
     with ExitStack() as sockets:
         watchers = [Watcher(sockets.enter_context(connect(ws_url(edge)))) for edge in edges]
         # Live: both edges, both islands, every channel, the same updates, gap-free.
@@ -111,19 +142,29 @@ def test_two_markets_two_edges_one_bus(
         assert watchers[0].messages == watchers[1].messages
         for island, market in zip(ISLANDS, markets, strict=True):
             for path in ("/api/market/stats", "/api/market/ladder", "/api/market/rates"):
-                served = [ok(server.client.get(path, params={"island": island}))
-                          for server in (market, *edges)]
+                served = [
+                    ok(server.client.get(path, params={"island": island}))
+                    for server in (market, *edges)
+                ]
                 assert served[0] == served[1] == served[2], path
         # Past the bus's history, the market's refusal.
         with connect(ws_url(edges[0])) as ws:
             send(ws, {"op": "subscribe", "channels": ["stats:north"], "from_tick": 9, "id": 7})
             refused = recv(ws)
-            assert (refused["type"], refused["error"], refused["field"], refused["id"],
-                    refused["earliest_tick"], refused["next_tick"]) == (
-                "error", "invalid", "from_tick", 7, 1, 5)
+            assert (
+                refused["type"],
+                refused["error"],
+                refused["field"],
+                refused["id"],
+                refused["earliest_tick"],
+                refused["next_tick"],
+            ) == ("error", "invalid", "from_tick", 7, 1, 5)
         schema = [ok(server.client.get("/schema/asyncapi.json")) for server in (north, *edges)]
-        assert all({k: v for k, v in doc.items() if k != "servers"} ==
-                   {k: v for k, v in schema[0].items() if k != "servers"} for doc in schema)
+        assert all(
+            {k: v for k, v in doc.items() if k != "servers"}
+            == {k: v for k, v in schema[0].items() if k != "servers"}
+            for doc in schema
+        )
 
         # An edge dies; its subscriber comes back on the other edge with from_tick: no loss.
         edges[0].kill()
@@ -163,8 +204,9 @@ def test_two_markets_two_edges_one_bus(
         # The owner of north dies; a process configured for north takes it over from its
         # data dir once the lease lapses, and the edge's subscribers miss nothing.
         north.kill()
-        successor = eventually(lambda: try_start(start_server, bus, tmp_path / "north"),
-                               "the successor starting")
+        successor = eventually(
+            lambda: try_start(start_server, bus, tmp_path / "north"), "the successor starting"
+        )
         tick(successor)
         tick(south)
         for watcher in watchers:

@@ -78,26 +78,36 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     make_island(server, "doc", nodes=4)
     make_account(server, "doc-acct", balance=10_000)
     auth = make_cluster(server, "doc-acct", "doc", "vm", "doc-a")
-    ok(server.client.put("/api/vm/capacity", json={"max_gpus": 16, "max_price_per_gpu_hour": 3},
-                         headers=auth))
+    ok(
+        server.client.put(
+            "/api/vm/capacity", json={"max_gpus": 16, "max_price_per_gpu_hour": 3}, headers=auth
+        )
+    )
     tick(server)
     port = port_of(server)
     document = ok(server.client.get("/schema/asyncapi.json"))
     assert document["servers"]["market"] == {
-        "host": f"127.0.0.1:{port}", "protocol": "ws",
-        "description": "the service this document was served by"}
+        "host": f"127.0.0.1:{port}",
+        "protocol": "ws",
+        "description": "the service this document was served by",
+    }
     channel = document["channels"]["market"]
     assert channel["servers"] == [{"$ref": "#/servers/market"}]
-    schemas = {name: jsonschema_rs.Draft7Validator(message["payload"])
-               for name, message in channel["messages"].items()}
-    client_names = [ref["$ref"].rsplit("/", 1)[1]
-                    for ref in document["operations"]["clientSends"]["messages"]]
-    server_names = [ref["$ref"].rsplit("/", 1)[1]
-                    for ref in document["operations"]["serverSends"]["messages"]]
+    schemas = {
+        name: jsonschema_rs.Draft7Validator(message["payload"])
+        for name, message in channel["messages"].items()
+    }
+    client_names = [
+        ref["$ref"].rsplit("/", 1)[1] for ref in document["operations"]["clientSends"]["messages"]
+    ]
+    server_names = [
+        ref["$ref"].rsplit("/", 1)[1] for ref in document["operations"]["serverSends"]["messages"]
+    ]
 
     def fits_client_schema(frame: Any) -> bool:
-        return isinstance(frame, dict) and any(schemas[name].is_valid(frame)
-                                               for name in client_names)
+        return isinstance(frame, dict) and any(
+            schemas[name].is_valid(frame) for name in client_names
+        )
 
     received: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
@@ -134,8 +144,10 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     assert {message_name(m) for m in received} == set(server_names)
     listed = set(channel["messages"]["error"]["payload"]["properties"])
     assert set().union(*(m.keys() for m in errors)) == listed
-    codes = {one["const"] for one in
-             channel["messages"]["error"]["payload"]["properties"]["error"]["oneOf"]}
+    codes = {
+        one["const"]
+        for one in channel["messages"]["error"]["payload"]["properties"]["error"]["oneOf"]
+    }
     assert {m["error"] for m in errors} == codes
 
     closes: set[int] = set()

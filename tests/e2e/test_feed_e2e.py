@@ -39,8 +39,10 @@ def populate(server: Server, island: str, nodes: int = 4) -> list[dict[str, str]
     highest bids, the third waits (pending GPUs, a non-trivial ladder)."""
     make_island(server, island, nodes=nodes, reserve=1.0)
     make_account(server, f"{island}-acct", balance=100_000)
-    clusters = [make_cluster(server, f"{island}-acct", island, "vm", f"{island}-{n}")
-                for n in ("a", "b", "c")]
+    clusters = [
+        make_cluster(server, f"{island}-acct", island, "vm", f"{island}-{n}")
+        for n in ("a", "b", "c")
+    ]
     for auth, gpus, price in zip(clusters, (16, 16, 8), (3.5, 2.75, 1.5), strict=True):
         ok(declare(server, auth, gpus, price))
     return clusters
@@ -54,8 +56,13 @@ def rest(server: Server, path: str, **params: Any) -> dict[str, Any]:
 def as_update(body: dict[str, Any], channel: str, kind: str = "update") -> dict[str, Any]:
     """The websocket message that carries the same tick as a REST body."""
     data = {key: value for key, value in body.items() if key not in STATS_KEYS}
-    return {"type": kind, "channel": channel, "tick": body["tick"], "time": body["time"],
-            "data": data}
+    return {
+        "type": kind,
+        "channel": channel,
+        "tick": body["tick"],
+        "time": body["time"],
+        "data": data,
+    }
 
 
 def test_snapshot_then_one_update_per_tick_matching_the_rest_endpoints(
@@ -68,10 +75,12 @@ def test_snapshot_then_one_update_per_tick_matching_the_rest_endpoints(
     with connect(ws_url(server)) as ws:
         subscribe(ws, ["stats:fe1", "ladder:fe1"])
         stats, ladder = recv(ws), recv(ws)
-        assert stats == as_update(rest(server, "/api/market/stats", island="fe1"),
-                                  "stats:fe1", "snapshot")
-        assert ladder == as_update(rest(server, "/api/market/ladder", island="fe1"),
-                                   "ladder:fe1", "snapshot")
+        assert stats == as_update(
+            rest(server, "/api/market/stats", island="fe1"), "stats:fe1", "snapshot"
+        )
+        assert ladder == as_update(
+            rest(server, "/api/market/ladder", island="fe1"), "ladder:fe1", "snapshot"
+        )
         assert stats["tick"] == first["tick"]
         for round_ in range(1, 6):
             # The lowest bidder outbids the others in turn: rates and the ladder move.
@@ -120,11 +129,13 @@ def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
             replayed = [recv(ws) for _ in range(2 * 3)]  # no snapshot: the missed ticks first
             for channel in channels:
                 assert [m for m in replayed if m["channel"] == channel] == [
-                    m for m in live[2:] if m["channel"] == channel]
+                    m for m in live[2:] if m["channel"] == channel
+                ]
             # Then live again, gap-free.
             tick(server)
             assert {(m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
-                (channel, last + 4) for channel in channels}
+                (channel, last + 4) for channel in channels
+            }
 
 
 def test_from_tick_replays_first_in_order_while_ticks_commit(
@@ -159,7 +170,8 @@ def test_from_tick_replays_first_in_order_while_ticks_commit(
             assert sent == [("update", n) for n in range(1, final + 1)], channel
         tick(server)
         assert {(m["type"], m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
-            ("update", channel, final + 1) for channel in channels}
+            ("update", channel, final + 1) for channel in channels
+        }
 
 
 def test_a_client_that_stops_reading_is_closed_4008_with_one_log_line(
@@ -216,7 +228,10 @@ def test_garbage_frames_get_an_error_and_the_connection_survives(shared_server: 
             send(ws, frame)
             error = recv(ws)
             assert (error["type"], error["error"], error.get("field", "")) == (
-                "error", code, field), frame
+                "error",
+                code,
+                field,
+            ), frame
         subscribe(ws, ["stats:fe3"])
         snapshot = recv(ws)
         assert snapshot["type"] == "snapshot"
@@ -237,8 +252,11 @@ def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
         recv(ws)
         beat = recv(ws, timeout=30)  # nothing else is sent while nobody ticks
         assert beat["type"] == "heartbeat"
-        assert beat["ticks"]["fe4"] == answer["tick"] == rest(
-            server, "/api/market/stats", island="fe4")["tick"]
+        assert (
+            beat["ticks"]["fe4"]
+            == answer["tick"]
+            == rest(server, "/api/market/stats", island="fe4")["tick"]
+        )
         assert beat["time"].endswith("Z")
 
 
@@ -246,8 +264,16 @@ def test_heartbeat_after_five_silent_seconds(shared_server: Server) -> None:
 def wide_server(start_server: StartServer) -> Server:
     # A small backlog (16 messages, two ticks of the fast client's eight channels); no keepalive
     # ping in the test's time, so the backlog is what closes the slow client.
-    return start_server("--clock", "manual", "--tick-seconds", "10", "--feed-backlog", "16",
-                        "--feed-ping-seconds", "600")
+    return start_server(
+        "--clock",
+        "manual",
+        "--tick-seconds",
+        "10",
+        "--feed-backlog",
+        "16",
+        "--feed-ping-seconds",
+        "600",
+    )
 
 
 def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
@@ -297,8 +323,13 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
 @pytest.fixture
 def minute_server(start_server: StartServer) -> Server:
     """One-minute ticks from 23:50 UTC on 31 January: the sixth tick closes the 23:50 window."""
-    return start_server("--clock", "manual", "--tick-seconds", "60",
-                        env={"BURSTMARKET_CLOCK_START": "2026-01-31T23:50:00Z"})
+    return start_server(
+        "--clock",
+        "manual",
+        "--tick-seconds",
+        "60",
+        env={"BURSTMARKET_CLOCK_START": "2026-01-31T23:50:00Z"},
+    )
 
 
 def wait_for(paths: Iterator[Path] | Any, timeout: float = 60) -> list[Path]:
@@ -328,32 +359,48 @@ def test_history_parquet_and_series_while_the_server_runs(minute_server: Server)
         f"SELECT island, month, tick, strftime(timezone('UTC', time), '%H:%M'), vwap::DOUBLE,"
         f" min::DOUBLE, max::DOUBLE, gpus, clusters, pending_gpus "
         f"FROM read_parquet('{tree}/ticks/**/*.parquet', hive_partitioning = true) "
-        f"WHERE island = 'fe5' ORDER BY tick").fetchall()
+        f"WHERE island = 'fe5' ORDER BY tick"
+    ).fetchall()
     assert rows == [
-        ("fe5", "2026-01", s["tick"], s["time"][11:16], s["vwap"], s["min"], s["max"], s["gpus"],
-         s["clusters"], s["pending_gpus"])
+        (
+            "fe5",
+            "2026-01",
+            s["tick"],
+            s["time"][11:16],
+            s["vwap"],
+            s["min"],
+            s["max"],
+            s["gpus"],
+            s["clusters"],
+            s["pending_gpus"],
+        )
         for s in stats[:4]
     ]
     ((paid,),) = duckdb.sql(
         f"SELECT sum(amount_usd)::DOUBLE FROM read_parquet('{tree}/cluster_rates/**/*.parquet',"
-        f" hive_partitioning = true) WHERE island = 'fe5'").fetchall()
+        f" hive_partitioning = true) WHERE island = 'fe5'"
+    ).fetchall()
     assert paid > 0
 
     # One-minute candles: one per tick, history and live rows together.
-    candles = ok(server.client.get("/api/market/series",
-                                   params={"island": "fe5", "interval": "1m"}))
+    candles = ok(
+        server.client.get("/api/market/series", params={"island": "fe5", "interval": "1m"})
+    )
     assert [(c["start"], c["ticks"], c["open"], c["close"]) for c in candles] == [
-        (s["time"], 1, s["vwap"], s["vwap"]) for s in stats]
-    five = ok(server.client.get("/api/market/series",
-                                params={"island": "fe5", "interval": "5m"}))
+        (s["time"], 1, s["vwap"], s["vwap"]) for s in stats
+    ]
+    five = ok(server.client.get("/api/market/series", params={"island": "fe5", "interval": "5m"}))
     assert [(c["start"], c["ticks"]) for c in five] == [
-        ("2026-01-31T23:50:00Z", 4), ("2026-01-31T23:55:00Z", 4)]
+        ("2026-01-31T23:50:00Z", 4),
+        ("2026-01-31T23:55:00Z", 4),
+    ]
     assert five[0]["open"] == stats[0]["vwap"]
     assert five[0]["close"] == stats[3]["vwap"]
     assert five[0]["high"] == max(s["vwap"] for s in stats[:4])
     assert five[0]["gpu_hours"] == pytest.approx(sum(s["gpus"] for s in stats[:4]) / 60)
-    csv = server.client.get("/api/market/series",
-                            params={"island": "fe5", "interval": "5m", "format": "csv"})
+    csv = server.client.get(
+        "/api/market/series", params={"island": "fe5", "interval": "5m", "format": "csv"}
+    )
     assert csv.text.splitlines()[0].startswith("start,open,high,low,close")
     assert len(csv.text.splitlines()) == 3
 
@@ -367,7 +414,8 @@ def test_the_market_endpoints_are_in_openapi_and_the_feed_in_asyncapi(
     asyncapi = ok(shared_server.client.get("/schema/asyncapi.json"))
     assert asyncapi["channels"]["market"]["address"] == "/ws/market"
     assert {"snapshot_stats", "update_ladder", "heartbeat", "error"} <= set(
-        asyncapi["channels"]["market"]["messages"])
+        asyncapi["channels"]["market"]["messages"]
+    )
 
 
 def test_after_a_restart_the_feed_resumes_from_the_store(

@@ -81,8 +81,9 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
     # minutes ago, then served on the real clock, which carries on from there
     started = datetime.now(UTC) - timedelta(seconds=PAST_TICKS * TICK_SECONDS + 60)
     flags = ("--tick-seconds", str(TICK_SECONDS))
-    maker = start_server("--clock", "manual", *flags,
-                         env={"BURSTMARKET_CLOCK_START": started.isoformat()})
+    maker = start_server(
+        "--clock", "manual", *flags, env={"BURSTMARKET_CLOCK_START": started.isoformat()}
+    )
     make_island(maker, "flood", nodes=6)
     make_account(maker, "flood-acct", balance=1_000_000)
     for n, price in enumerate((3.5, 2.5, 1.8, 1.2)):

@@ -21,9 +21,14 @@ MAX_NODES = 16
 """Islands the fuzz makes stay small, and its manual ticks few: it explores, it is no load test."""
 MAX_TICKS = 2
 TOKENS = st.one_of(
-    st.none(), st.none(), st.none(),
-    st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"),
-            min_size=1, max_size=40),
+    st.none(),
+    st.none(),
+    st.none(),
+    st.text(
+        st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"),
+        min_size=1,
+        max_size=40,
+    ),
 )
 """Mostly the right token for the path; sometimes any Latin-1 text (a header is bytes)."""
 
@@ -36,8 +41,14 @@ def tokens(shared_server: Server) -> dict[str, dict[str, str]]:
     vm = make_cluster(server, "fz-acct", "fz", "vm", "fz-vm")
     k8s = make_cluster(server, "fz-acct", "fz", "k8s", "fz-k8s")
     ok(declare(server, vm, 8, 2))
-    ok(server.client.post("/api/k8s/jobs", json={"name": "fz-job", "nodes": 1,
-                                                 "limit_price_per_gpu_hour": 2}, headers=k8s), 201)
+    ok(
+        server.client.post(
+            "/api/k8s/jobs",
+            json={"name": "fz-job", "nodes": 1, "limit_price_per_gpu_hour": 2},
+            headers=k8s,
+        ),
+        201,
+    )
     tick(server, 2)
     return {"vm": vm, "k8s": k8s, "operator": server.operator()}
 
@@ -67,16 +78,23 @@ def test_fuzzing_every_operation_finds_no_5xx_and_one_refused_line_per_4xx(
     schema = schemathesis.openapi.from_dict(ok(server.client.get("/schema/openapi.json")))
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 25
-    strategy = st.one_of(*(
-        operation.as_strategy(mode)
-        for operation in operations
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-    ))
+    strategy = st.one_of(
+        *(
+            operation.as_strategy(mode)
+            for operation in operations
+            for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+        )
+    )
     seen: dict[int, int] = {}
     session = requests.Session()
 
-    @settings(max_examples=CASES, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=CASES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=strategy, token=TOKENS)
     def check(case: Any, token: str | None) -> None:
         _kept_small(case)

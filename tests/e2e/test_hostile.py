@@ -59,31 +59,54 @@ def _requests(market: dict[str, Any], operator: dict[str, str]) -> list[tuple[An
     cases: list[tuple[Any, ...]] = [
         ("stats island", "GET", f"/api/market/stats?island={evil}", {}, None),
         ("ladder island", "GET", f"/api/market/ladder?island={evil}", {}, None),
-        ("ladder max_nodes", "GET", f"/api/market/ladder?island=hostile&max_nodes={evil}", {},
-         None),
+        (
+            "ladder max_nodes",
+            "GET",
+            f"/api/market/ladder?island=hostile&max_nodes={evil}",
+            {},
+            None,
+        ),
         ("rates island", "GET", f"/api/market/rates?island={evil}", {}, None),
         ("series island", "GET", f"/api/market/series?island={evil}", {}, None),
-        *[(f"series {name}", "GET", f"{series}&{name}={evil}", {}, None)
-          for name in ("interval", "format", "start", "end", "limit")],
-        *[(f"billing {name}", "GET", f"/api/billing?{name}={evil}", vm, None)
-          for name in ("granularity", "format", "start", "end")],
+        *[
+            (f"series {name}", "GET", f"{series}&{name}={evil}", {}, None)
+            for name in ("interval", "format", "start", "end", "limit")
+        ],
+        *[
+            (f"billing {name}", "GET", f"/api/billing?{name}={evil}", vm, None)
+            for name in ("granularity", "format", "start", "end")
+        ],
         ("job path", "GET", f"/api/k8s/jobs/{evil}", k8s, None),
         ("patch job path", "PATCH", f"/api/k8s/jobs/{evil}", k8s, {}),
         ("account path", "GET", f"/api/admin/accounts/{evil}", operator, None),
-        ("credit path", "POST", f"/api/admin/accounts/{evil}/credit", operator,
-         {"amount_usd": 1}),
+        ("credit path", "POST", f"/api/admin/accounts/{evil}/credit", operator, {"amount_usd": 1}),
         ("island path", "GET", f"/api/admin/islands/{evil}/nodes", operator, None),
         ("node path", "POST", f"/api/admin/islands/hostile/nodes/{evil}/cordon", operator, None),
         ("cluster path", "GET", f"/api/admin/clusters/{evil}/base-load", operator, None),
         ("unknown route", "GET", f"/api/{evil}", {}, None),
         ("unknown field", "PUT", "/api/vm/capacity", vm, {EVIL: 1, "max_gpus": 0}),
         ("long job name", "POST", "/api/k8s/jobs", k8s, {"name": EVIL, "nodes": 1}),
-        ("long priority", "POST", "/api/k8s/jobs", k8s,
-         {"name": "ok", "nodes": 1, "priority_class": EVIL}),
-        ("release list", "PUT", "/api/vm/capacity", vm,
-         {"max_gpus": 0, "release": [SHORT_EVIL] * 10}),
-        ("island name", "PUT", f"/api/admin/islands/{quote(SHORT_EVIL, safe='')}", operator,
-         {"nodes": 1}),
+        (
+            "long priority",
+            "POST",
+            "/api/k8s/jobs",
+            k8s,
+            {"name": "ok", "nodes": 1, "priority_class": EVIL},
+        ),
+        (
+            "release list",
+            "PUT",
+            "/api/vm/capacity",
+            vm,
+            {"max_gpus": 0, "release": [SHORT_EVIL] * 10},
+        ),
+        (
+            "island name",
+            "PUT",
+            f"/api/admin/islands/{quote(SHORT_EVIL, safe='')}",
+            operator,
+            {"nodes": 1},
+        ),
     ]
     return cases
 
@@ -115,8 +138,10 @@ def _check_one_clean_line(server: Server, before: int, label: str) -> str:
     found = [LOG_LINE.fullmatch(line) for line in lines]
     assert all(found), (label, [line[:200] for line in lines])
     loggers = [match["logger"] for match in found if match]
-    assert sorted(loggers) in (["burstmarket.refused"],
-                               ["burstmarket.access", "burstmarket.refused"]), (label, loggers)
+    assert sorted(loggers) in (
+        ["burstmarket.refused"],
+        ["burstmarket.access", "burstmarket.refused"],
+    ), (label, loggers)
     for line in lines:
         assert len(line) < LONGEST_LINE, (label, len(line))
         # outside its quoted values, a line holds nothing of the client's
@@ -173,8 +198,13 @@ def test_tenant_input_has_limits_named_in_the_refusal(
     vm, k8s, operator = market["vm"], market["k8s"], server.operator()
     cases = [
         ("/api/k8s/jobs", k8s, {"name": "a" * 64, "nodes": 1}, "name", 63),
-        ("/api/k8s/jobs", k8s, {"name": "j", "nodes": 1, "priority_class": "p" * 254},
-         "priority_class", 253),
+        (
+            "/api/k8s/jobs",
+            k8s,
+            {"name": "j", "nodes": 1, "priority_class": "p" * 254},
+            "priority_class",
+            253,
+        ),
         ("/api/admin/accounts", operator, {"name": "a" * 64}, "name", 63),
     ]
     for path, headers, body, field, limit in cases:
@@ -185,11 +215,17 @@ def test_tenant_input_has_limits_named_in_the_refusal(
     big = {"max_gpus": 0, "release": ["n"] * 10_001}
     answer = server.client.put("/api/vm/capacity", json=big, headers=vm)
     assert (answer.status_code, answer.json()["field"], answer.json()["limit"]) == (
-        422, "release", 10_000)
+        422,
+        "release",
+        10_000,
+    )
     spec = {"gpus_per_node": 8, "nodes": 1, "reserve_price": 1, "node_spec": {"x": "y" * 5000}}
     answer = server.client.put("/api/admin/islands/spec", json=spec, headers=operator)
     assert (answer.status_code, answer.json()["field"], answer.json()["limit"]) == (
-        422, "node_spec", 4096)
+        422,
+        "node_spec",
+        4096,
+    )
     # a priority class within the limit is kept as sent
     job = {"name": "fair", "nodes": 1, "priority_class": "p" * 253, "limit_price_per_gpu_hour": 2}
     created = ok(server.client.post("/api/k8s/jobs", json=job, headers=k8s), 201)
@@ -235,10 +271,19 @@ def test_the_store_is_created_private(server: Server) -> None:
 def _serve(data_dir: Path, *wrap: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
     env["BURSTMARKET_OPERATOR_TOKEN"] = OPERATOR_TOKEN
-    command = [str(BURSTMARKET), "serve", "--clock", "manual", "--data-dir", str(data_dir),
-               "--port", str(free_port())]
-    return subprocess.run([*wrap, *command], capture_output=True, text=True, timeout=60,
-                          env=env, check=False)
+    command = [
+        str(BURSTMARKET),
+        "serve",
+        "--clock",
+        "manual",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(free_port()),
+    ]
+    return subprocess.run(
+        [*wrap, *command], capture_output=True, text=True, timeout=60, env=env, check=False
+    )
 
 
 def test_a_second_server_on_a_live_data_dir_exits_with_one_line(server: Server) -> None:
@@ -258,8 +303,14 @@ def test_a_read_only_data_dir_exits_with_one_line(tmp_path: Path) -> None:
     wrap: tuple[str, ...] = ()
     if os.geteuid() == 0:
         # root writes through any mode bits: mount the directory read-only for the server alone
-        wrap = ("unshare", "--mount", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"',
-                str(data))
+        wrap = (
+            "unshare",
+            "--mount",
+            "sh",
+            "-c",
+            'mount --bind -o ro "$0" "$0" && exec "$@"',
+            str(data),
+        )
     else:
         data.chmod(0o555)
     try:

@@ -43,7 +43,11 @@ def test_a_ladder_with_every_node_under_a_window_says_when_and_at_what_price(
     # n = 3: beat 2×3.0 + 2.0 on 3 nodes' worth of value over the reserve: 2.3334;
     # n = 4: beat everything standing, 2×2.0 + 2×3.0, with the tie again to the older: 2.5001.
     assert [(r["nodes"], r["gpus"], r["price_per_gpu_hour"]) for r in held["rungs"]] == [
-        (1, 8, 2.0001), (2, 16, 2.0001), (3, 24, 2.3334), (4, 32, 2.5001)]
+        (1, 8, 2.0001),
+        (2, 16, 2.0001),
+        (3, 24, 2.3334),
+        (4, 32, 2.5001),
+    ]
     for rung in held["rungs"]:
         assert datetime.fromisoformat(rung["contestable_at"]) == window_ends
         assert rung["reason"] == WINDOWS_HOLD
@@ -52,17 +56,19 @@ def test_a_ladder_with_every_node_under_a_window_says_when_and_at_what_price(
     assert datetime.fromisoformat(lapsed["time"]) == window_ends
     contested = ladder(server, "bl")
     # the windows ended: the same rungs are contestable now, at the prices foretold
-    assert [(r["nodes"], r["price_per_gpu_hour"], r["contestable_at"], r["reason"])
-            for r in contested["rungs"]] == [
-        (r["nodes"], r["price_per_gpu_hour"], None, None) for r in held["rungs"]]
+    assert [
+        (r["nodes"], r["price_per_gpu_hour"], r["contestable_at"], r["reason"])
+        for r in contested["rungs"]
+    ] == [(r["nodes"], r["price_per_gpu_hour"], None, None) for r in held["rungs"]]
     # and the newcomer's 3.0 took two of the holder's nodes
     assert ok(server.client.get("/api/vm/capacity", headers=newcomer))["held_gpus"] == 16
 
     # The rungs are stored with the tick: after a restart the ladder is read back from the
     # store (sql/feed_ladder.sql) and reads as it went out live.
     server.stop()
-    again = start_server("--clock", "manual", "--tick-seconds", "1800",
-                         data_dir=server.data_dir)
+    again = start_server("--clock", "manual", "--tick-seconds", "1800", data_dir=server.data_dir)
     assert ladder(again, "bl") == contested
-    assert ok(again.client.get("/api/market/ladder", params={"island": "bl", "max_nodes": 2}))[
-        "rungs"] == contested["rungs"][:2]
+    assert (
+        ok(again.client.get("/api/market/ladder", params={"island": "bl", "max_nodes": 2}))["rungs"]
+        == contested["rungs"][:2]
+    )

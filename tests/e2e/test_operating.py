@@ -46,8 +46,9 @@ def test_health_readiness_version_and_banner_on_the_manual_clock(server: Server)
 
     installed = version("burstmarket")
     assert ok(server.client.get("/version")) == {"version": installed, "schema_version": schema}
-    cli = subprocess.run([str(BURSTMARKET), "--version"], capture_output=True, text=True,
-                         timeout=60, check=False)
+    cli = subprocess.run(
+        [str(BURSTMARKET), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert (cli.returncode, cli.stdout, cli.stderr) == (0, f"burstmarket {installed}\n", "")
 
     # the banner tells the clock as it is
@@ -114,8 +115,10 @@ def test_a_scrape_after_real_ticks_moves_as_they_did(
         ws.send(json.dumps({"op": "subscribe", "channels": ["stats:op"]}))
         assert json.loads(ws.recv(timeout=30))["type"] == "subscribed"
         assert Scrape(server.client).value("burstmarket_feed_subscribers") == 1
-    eventually(lambda: Scrape(server.client).value("burstmarket_feed_subscribers") == 0,
-               "the subscriber gauge back at 0")
+    eventually(
+        lambda: Scrape(server.client).value("burstmarket_feed_subscribers") == 0,
+        "the subscriber gauge back at 0",
+    )
     after = Scrape(server.client)
 
     def moved(name: str, **labels: str) -> float:
@@ -129,8 +132,11 @@ def test_a_scrape_after_real_ticks_moves_as_they_did(
         assert moved("burstmarket_tick_part_duration_seconds_sum", island="op", part=part) > 0
     total = moved("burstmarket_tick_duration_seconds_sum", island="op")
     assert total == pytest.approx(
-        sum(moved("burstmarket_tick_part_duration_seconds_sum", island="op", part=part)
-            for part in parts))
+        sum(
+            moved("burstmarket_tick_part_duration_seconds_sum", island="op", part=part)
+            for part in parts
+        )
+    )
     assert moved("burstmarket_declares_total") == 2
     assert moved("burstmarket_refusals_total", code="off-grid") == 1
     requests = "burstmarket_http_requests_total"
@@ -140,31 +146,41 @@ def test_a_scrape_after_real_ticks_moves_as_they_did(
     assert after.value("burstmarket_store_writer_queue_depth") == 0
     assert after.value("burstmarket_ticks_late_total") == 0  # the manual clock is never late
     # five minutes of market time have closed: the history exporter writes and compacts
-    eventually(lambda: (scrape := Scrape(server.client)).value(
-        "burstmarket_history_files_written_total", table="ticks") > before.value(
-        "burstmarket_history_files_written_total", table="ticks") and scrape.value(
-        "burstmarket_history_compaction_seconds_count") > before.value(
-        "burstmarket_history_compaction_seconds_count"), "history files written and compacted")
+    eventually(
+        lambda: (
+            (scrape := Scrape(server.client)).value(
+                "burstmarket_history_files_written_total", table="ticks"
+            )
+            > before.value("burstmarket_history_files_written_total", table="ticks")
+            and scrape.value("burstmarket_history_compaction_seconds_count")
+            > before.value("burstmarket_history_compaction_seconds_count")
+        ),
+        "history files written and compacted",
+    )
 
 
 def test_latest_rows_revalidate_by_etag_and_a_tick_changes_it(
     shared_server: Server, market: dict[str, Any]
 ) -> None:
     server = shared_server
-    for path, params in [("/api/market/stats", {"island": "op"}),
-                         ("/api/market/ladder", {"island": "op"}),
-                         ("/api/market/ladder", {"island": "op", "max_nodes": "1"}),
-                         ("/api/market/rates", {"island": "op"})]:
+    for path, params in [
+        ("/api/market/stats", {"island": "op"}),
+        ("/api/market/ladder", {"island": "op"}),
+        ("/api/market/ladder", {"island": "op", "max_nodes": "1"}),
+        ("/api/market/rates", {"island": "op"}),
+    ]:
         first = server.client.get(path, params=params)
         assert first.status_code == 200
         etag = first.headers["etag"]
         assert first.headers["cache-control"] == "public, no-cache"
-        for sent in (etag, f'W/{etag}', f'"other", {etag}'):
+        for sent in (etag, f"W/{etag}", f'"other", {etag}'):
             again = server.client.get(path, params=params, headers={"If-None-Match": sent})
             assert again.status_code == 304, (path, sent)
             assert again.content == b""
             assert (again.headers["etag"], again.headers["cache-control"]) == (
-                etag, "public, no-cache")
+                etag,
+                "public, no-cache",
+            )
         tick(server)
         moved = server.client.get(path, params=params, headers={"If-None-Match": etag})
         assert moved.status_code == 200
@@ -187,13 +203,17 @@ def test_public_market_data_is_open_to_other_origins_and_nothing_else(
     assert answer.headers["access-control-allow-origin"] == "*"
     assert answer.headers["access-control-expose-headers"] == "ETag"
     preflight = {**origin, "Access-Control-Request-Method": "GET"}
-    revalidate = server.client.options("/api/market/stats", headers={
-        **preflight, "Access-Control-Request-Headers": "if-none-match"})
+    revalidate = server.client.options(
+        "/api/market/stats",
+        headers={**preflight, "Access-Control-Request-Headers": "if-none-match"},
+    )
     assert revalidate.status_code == 204
     assert revalidate.headers["access-control-allow-origin"] == "*"
     # a page elsewhere cannot send a token, nor write
-    for path, headers in [("/api/vm/capacity", {"Access-Control-Request-Headers": "authorization"}),
-                          ("/api/admin/ticks", {"Access-Control-Request-Method": "POST"})]:
+    for path, headers in [
+        ("/api/vm/capacity", {"Access-Control-Request-Headers": "authorization"}),
+        ("/api/admin/ticks", {"Access-Control-Request-Method": "POST"}),
+    ]:
         refused = server.client.options(path, headers={**preflight, **headers})
         assert "access-control-allow-origin" not in refused.headers, path
 
@@ -228,15 +248,22 @@ def test_json_logs_parse_line_by_line(start_server: StartServer) -> None:
         assert record["time"].endswith("Z")
         datetime.fromisoformat(record["time"])
     loggers = {record["logger"] for record in records}
-    assert {"burstmarket.serve", "burstmarket.access", "burstmarket.refused",
-            "uvicorn.error"} <= loggers
+    assert {
+        "burstmarket.serve",
+        "burstmarket.access",
+        "burstmarket.refused",
+        "uvicorn.error",
+    } <= loggers
     refused = [r["message"] for r in records if r["logger"] == "burstmarket.refused"]
     assert len(refused) == 3  # the 401, the 404 and the feed's invalid frame
     assert all(message.startswith("REFUSED reason=") for message in refused)
     access = [r for r in records if r["logger"] == "burstmarket.access"]
     declared = next(r for r in access if r["path"] == "/api/vm/capacity" and r["method"] == "PUT")
     assert (declared["path"], declared["status"], declared["cluster"]) == (
-        "/api/vm/capacity", 200, "js-vm")
+        "/api/vm/capacity",
+        200,
+        "js-vm",
+    )
     assert declared["duration_ms"] > 0
     assert declared["message"].startswith("method=PUT path=/api/vm/capacity status=200 ")
     assert any(r["path"] == "/ws/market" and r["status"] == 101 for r in access)
@@ -253,9 +280,19 @@ class PipedServer:
         env["BURSTMARKET_OPERATOR_TOKEN"] = OPERATOR_TOKEN
         self.url = f"http://127.0.0.1:{port}"
         self.process = subprocess.Popen(
-            [str(BURSTMARKET), "serve", "--data-dir", str(tmp_path / "data"), "--port",
-             str(port), *flags],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+            [
+                str(BURSTMARKET),
+                "serve",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--port",
+                str(port),
+                *flags,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            text=True,
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -291,17 +328,22 @@ def test_a_stalled_tick_makes_readyz_fail_until_ticks_commit_again(tmp_path: Pat
     pid = server.process.pid
     try:
         eventually(lambda: server.readiness(200), "the service ready")
-        eventually(lambda: Scrape(server.client).value("burstmarket_tick", island="ref") >= 2,
-                   "ticks on the real clock")
+        eventually(
+            lambda: Scrape(server.client).value("burstmarket_tick", island="ref") >= 2,
+            "ticks on the real clock",
+        )
         assert "market time real time, a tick every 0.25 s; simulated tenants off" in "\n".join(
-            server.lines)
+            server.lines
+        )
 
         # held up for a second (four intervals), the tick loop runs late once, and counts it
         os.kill(pid, signal.SIGSTOP)
         time.sleep(1.0)
         os.kill(pid, signal.SIGCONT)
-        eventually(lambda: Scrape(server.client).value("burstmarket_ticks_late_total") >= 1,
-                   "a late tick counted")
+        eventually(
+            lambda: Scrape(server.client).value("burstmarket_ticks_late_total") >= 1,
+            "a late tick counted",
+        )
 
         # the store can no longer write (a file size limit of 0 fails every write as a full
         # disk does): ticks stop committing, and three intervals later the service is not ready
@@ -315,8 +357,9 @@ def test_a_stalled_tick_makes_readyz_fail_until_ticks_commit_again(tmp_path: Pat
         assert ticks["detail"].endswith("(limit 0.75 s: 3 intervals of 0.25 s)")
         assert ticks["overdue_seconds"]["ref"] > 0.75
         # a write meets the same fault: 503 store-unavailable, not a bug
-        account = server.client.post("/api/admin/accounts", json={"name": "stalled"},
-                                     headers=bearer(OPERATOR_TOKEN))
+        account = server.client.post(
+            "/api/admin/accounts", json={"name": "stalled"}, headers=bearer(OPERATOR_TOKEN)
+        )
         assert (account.status_code, account.json()["error"]) == (503, "store-unavailable")
 
         resource.prlimit(pid, resource.RLIMIT_FSIZE, limits)

@@ -37,17 +37,26 @@ def market(shared_server: Server) -> dict[str, Any]:
     ok(server.client.post(path, json=BLOCK, headers=operator), 201)
     # base load offers: 1 node reservable, a cell with no rate; an island not open for buying
     make_island(server, "shop-island", nodes=2, reserve=2.0)
-    cells = [{"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 3},
-             {"size_gpus": 8, "term_hours": 2},
-             {"size_gpus": 16, "term_hours": 1, "rate_per_gpu_hour": 3}]
+    cells = [
+        {"size_gpus": 8, "term_hours": 1, "rate_per_gpu_hour": 3},
+        {"size_gpus": 8, "term_hours": 2},
+        {"size_gpus": 16, "term_hours": 1, "rate_per_gpu_hour": 3},
+    ]
     grid = {"buying_open": True, "reservable_nodes": 1, "cells": cells}
     path = "/api/admin/islands/shop-island/base-load-offers"
     ok(server.client.put(path, json=grid, headers=operator))
     shopper = make_cluster(server, "broke", "shop-island", "k8s", "r-shopper")
     make_island(server, "closed-island", nodes=1, reserve=2.0)
     closed = make_cluster(server, "rich", "closed-island", "k8s", "r-closed")
-    return {"vm": vm, "other": other, "k8s": k8s, "poor": poor, "limited": limited,
-            "shopper": shopper, "closed": closed}
+    return {
+        "vm": vm,
+        "other": other,
+        "k8s": k8s,
+        "poor": poor,
+        "limited": limited,
+        "shopper": shopper,
+        "closed": closed,
+    }
 
 
 BLOCK = {"nodes": 1, "rate_per_gpu_hour": 3.0, "term_hours": 1}
@@ -199,30 +208,83 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
         ("GET", "/api/no-such-endpoint", vm, None, 404, "not-found"),
         ("DELETE", "/api/vm/capacity", vm, None, 405, "method-not-allowed"),
         ("PUT", "/api/vm/capacity", vm, b"[" * (1 << 20) + b"]" * 8, 413, "too-large"),
-        ("POST", "/api/k8s/jobs", k8s, {"name": "j", "nodes": 1, "priority_class": "p" * 254},
-         422, "invalid"),
-        ("PUT", "/api/vm/capacity", vm, {"max_gpus": 0, "release": ["n"] * 10_001}, 422,
-         "invalid"),
+        (
+            "POST",
+            "/api/k8s/jobs",
+            k8s,
+            {"name": "j", "nodes": 1, "priority_class": "p" * 254},
+            422,
+            "invalid",
+        ),
+        ("PUT", "/api/vm/capacity", vm, {"max_gpus": 0, "release": ["n"] * 10_001}, 422, "invalid"),
         ("GET", "/static/%00", {}, None, 404, "not-found"),
         ("GET", "/static/" + "a" * 5000, {}, None, 404, "not-found"),
-        ("GET", "/api/vm/capacity", {"Authorization": "Bearer jeton-é".encode()}, None, 401,
-         "unauthorized"),
-        ("GET", "/api/admin/accounts/rich", {"Authorization": "Bearer jeton-é".encode()}, None,
-         401, "unauthorized"),
-        ("GET", "/api/market/series?island=ref-island&end=0001-01-02&interval=1d&limit=10",
-         {}, None, 422, "invalid"),
-        ("GET", "/api/market/series?island=ref-island&start=0001-01-01T00:00:00%2B01:00",
-         {}, None, 422, "invalid"),
+        (
+            "GET",
+            "/api/vm/capacity",
+            {"Authorization": "Bearer jeton-é".encode()},
+            None,
+            401,
+            "unauthorized",
+        ),
+        (
+            "GET",
+            "/api/admin/accounts/rich",
+            {"Authorization": "Bearer jeton-é".encode()},
+            None,
+            401,
+            "unauthorized",
+        ),
+        (
+            "GET",
+            "/api/market/series?island=ref-island&end=0001-01-02&interval=1d&limit=10",
+            {},
+            None,
+            422,
+            "invalid",
+        ),
+        (
+            "GET",
+            "/api/market/series?island=ref-island&start=0001-01-01T00:00:00%2B01:00",
+            {},
+            None,
+            422,
+            "invalid",
+        ),
         ("GET", "/api/billing?end=0001-01-02", vm, None, 422, "invalid"),
         ("POST", "/api/admin/clusters/r-block/base-load", operator, BLOCK, 409, "one-per-cluster"),
-        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 16, "term_hours": 1}, 409,
-         "not-available"),
-        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 8, "term_hours": 2}, 409,
-         "sold-out"),
-        ("POST", "/api/base-load", m["shopper"], {"size_gpus": 8, "term_hours": 1}, 402,
-         "insufficient-balance"),
-        ("POST", "/api/base-load", m["closed"], {"size_gpus": 8, "term_hours": 1}, 409,
-         "buying-closed"),
+        (
+            "POST",
+            "/api/base-load",
+            m["shopper"],
+            {"size_gpus": 16, "term_hours": 1},
+            409,
+            "not-available",
+        ),
+        (
+            "POST",
+            "/api/base-load",
+            m["shopper"],
+            {"size_gpus": 8, "term_hours": 2},
+            409,
+            "sold-out",
+        ),
+        (
+            "POST",
+            "/api/base-load",
+            m["shopper"],
+            {"size_gpus": 8, "term_hours": 1},
+            402,
+            "insufficient-balance",
+        ),
+        (
+            "POST",
+            "/api/base-load",
+            m["closed"],
+            {"size_gpus": 8, "term_hours": 1},
+            409,
+            "buying-closed",
+        ),
     ]
 
 

@@ -20,8 +20,11 @@ def _setup(
     """An island with a Kubernetes cluster `<island>-k` (no limit price: it never wins the
     market), packing as given, and a block of `block_nodes` for 2 hours."""
     make_island(server, island, nodes=nodes, reserve=1.0)
-    ok(server.client.put(f"/api/admin/islands/{island}", json={"base_load_cap": nodes},
-                         headers=server.operator()))
+    ok(
+        server.client.put(
+            f"/api/admin/islands/{island}", json={"base_load_cap": nodes}, headers=server.operator()
+        )
+    )
     make_account(server, f"{island}-acct", balance=10_000)
     k = make_cluster(server, f"{island}-acct", island, "k8s", f"{island}-k")
     path = f"/api/admin/clusters/{island}-k/base-load/packing"
@@ -44,8 +47,9 @@ def _small(server: Server, k: dict[str, str], name: str, pods: int, gpus: int) -
 
 
 def _whole(server: Server, k: dict[str, str], name: str, nodes: int) -> Any:
-    return ok(server.client.post("/api/k8s/jobs", json={"name": name, "nodes": nodes},
-                                 headers=k), 201)
+    return ok(
+        server.client.post("/api/k8s/jobs", json={"name": name, "nodes": nodes}, headers=k), 201
+    )
 
 
 def _jobs(server: Server, k: dict[str, str]) -> dict[str, Any]:
@@ -72,7 +76,8 @@ def test_small_jobs_share_a_block_node_by_gpu_count(shared_server: Server) -> No
     assert jobs["a"]["node_ids"] == jobs["b"]["node_ids"]
     assert jobs["c"]["node_ids"] != jobs["a"]["node_ids"]
     assert sorted(jobs["a"]["node_ids"] + jobs["c"]["node_ids"]) == sorted(
-        _block_nodes(server, "share"))
+        _block_nodes(server, "share")
+    )
     assert "placed on the base load block" in jobs["a"]["events"][-1]["detail"]
     assert jobs["a"]["events"][-1]["type"] == "Provisioned"
     # never in the market: no market GPUs, nothing pending
@@ -102,7 +107,8 @@ def test_whole_node_jobs_take_an_empty_block_node_first(shared_server: Server) -
     assert jobs["y"]["reason"] == "ReservedBusy"
     assert jobs["y"]["events"][-1]["type"] == "ReservedBusy"
     assert set(jobs["w"]["node_ids"]) | set(jobs["x"]["node_ids"]) == set(
-        _block_nodes(server, "first"))
+        _block_nodes(server, "first")
+    )
 
 
 def test_a_small_job_opens_an_empty_node_only_when_no_whole_node_job_waits_for_it(
@@ -133,7 +139,8 @@ def test_a_small_job_opens_an_empty_node_only_when_no_whole_node_job_waits_for_i
     assert jobs["s2"]["state"] == "running"
     assert jobs["big"]["state"] == "pending"
     assert sorted(jobs["s"]["node_ids"] + jobs["s2"]["node_ids"]) == sorted(
-        _block_nodes(server, "awaited"))
+        _block_nodes(server, "awaited")
+    )
 
     # without a whole-node job waiting, a small job opens an empty node at once
     k2 = _setup(server, "open", block_nodes=2)
@@ -259,6 +266,7 @@ def test_a_small_job_is_checked_as_it_is_submitted(shared_server: Server) -> Non
         assert answer.status_code == 422, answer.text
         assert answer.json()["field"] == field
     # pods of a whole node's GPUs are a job of whole nodes
-    whole = ok(server.client.post(path, json={"name": "w", "pods": 2, "gpus_per_pod": 8},
-                                  headers=k), 201)
+    whole = ok(
+        server.client.post(path, json={"name": "w", "pods": 2, "gpus_per_pod": 8}, headers=k), 201
+    )
     assert (whole["nodes"], whole["pods"], whole["gpus_per_pod"]) == (2, None, None)

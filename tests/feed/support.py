@@ -80,7 +80,8 @@ class MarketDB(Database):
         gpus = sum(g for g, _ in holdings.values())
         vwap = (
             (sum(rates[n] * g for n, (g, _) in holdings.items()) / gpus).quantize(SIX)
-            if gpus else None
+            if gpus
+            else None
         )
         low = min(rates.values()) if rates else None
         high = max(rates.values()) if rates else None
@@ -89,20 +90,42 @@ class MarketDB(Database):
         cur.execute("BEGIN TRANSACTION")
         cur.execute(
             "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [island, tick, when, vwap, low, high, gpus, len(holdings), pending, Decimal(reserve),
-             Decimal(TICK.total_seconds()), 1, True],
+            [
+                island,
+                tick,
+                when,
+                vwap,
+                low,
+                high,
+                gpus,
+                len(holdings),
+                pending,
+                Decimal(reserve),
+                Decimal(TICK.total_seconds()),
+                1,
+                True,
+            ],
         )
         for name, (held, _) in holdings.items():
             amount = (rates[name] * held * Decimal(TICK.total_seconds()) / 3600).quantize(SIX)
-            cur.execute("INSERT INTO cluster_rates VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [island, tick, when, name, held, rates[name], amount])
+            cur.execute(
+                "INSERT INTO cluster_rates VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [island, tick, when, name, held, rates[name], amount],
+            )
             for node in range(held // gpus_per_node):
-                cur.execute("INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?)",
-                            [island, tick, when, name, f"{name}-n{node}", "market"])
-        cur.register("rungs_table", pa.table({
-            "nodes": pa.array(range(1, len(prices) + 1), pa.int32()),
-            "price": pa.array(prices, pa.decimal128(18, 6)),
-        }))
+                cur.execute(
+                    "INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?)",
+                    [island, tick, when, name, f"{name}-n{node}", "market"],
+                )
+        cur.register(
+            "rungs_table",
+            pa.table(
+                {
+                    "nodes": pa.array(range(1, len(prices) + 1), pa.int32()),
+                    "price": pa.array(prices, pa.decimal128(18, 6)),
+                }
+            ),
+        )
         cur.execute(
             "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
             [island, tick, when, gpus_per_node],
@@ -111,19 +134,39 @@ class MarketDB(Database):
         cur.execute("COMMIT")
         cur.close()
         stats = {
-            "island": island, "tick": tick, "time": iso(when), "vwap": usd(vwap),
-            "min": usd(low), "max": usd(high), "gpus": gpus, "clusters": len(holdings),
-            "pending_gpus": pending, "reserve_price": float(Decimal(reserve)),
+            "island": island,
+            "tick": tick,
+            "time": iso(when),
+            "vwap": usd(vwap),
+            "min": usd(low),
+            "max": usd(high),
+            "gpus": gpus,
+            "clusters": len(holdings),
+            "pending_gpus": pending,
+            "reserve_price": float(Decimal(reserve)),
         }
         rungs = [
-            {"nodes": n, "gpus": n * gpus_per_node, "price_per_gpu_hour": float(p),
-             "contestable_at": None, "reason": None}
+            {
+                "nodes": n,
+                "gpus": n * gpus_per_node,
+                "price_per_gpu_hour": float(p),
+                "contestable_at": None,
+                "reason": None,
+            }
             for n, p in enumerate(prices, start=1)
         ]
         return TickCommitted(
-            island=island, tick=tick, time=when, stats=stats,
-            ladder={"island": island, "tick": tick, "time": iso(when),
-                    "reserve_price": float(Decimal(reserve)), "rungs": rungs},
+            island=island,
+            tick=tick,
+            time=when,
+            stats=stats,
+            ladder={
+                "island": island,
+                "tick": tick,
+                "time": iso(when),
+                "reserve_price": float(Decimal(reserve)),
+                "rungs": rungs,
+            },
         )
 
 
@@ -136,8 +179,13 @@ def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None
                1.5, 10, 1, true
         FROM range($first, $stop) AS r(t)
         """,
-        {"island": island, "start": START, "vwap": Decimal(vwap), "first": ticks.start,
-         "stop": ticks.stop},
+        {
+            "island": island,
+            "start": START,
+            "vwap": Decimal(vwap),
+            "first": ticks.start,
+            "stop": ticks.stop,
+        },
     )
 
 
@@ -175,9 +223,15 @@ class FeedServer:
             on_shutdown=[self.feed.stop],
             exception_handlers=HANDLERS,  # the service's own: refusals as the contract says
         )
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                ws=ws, ws_per_message_deflate=False,
-                                lifespan="on")
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            ws=ws,
+            ws_per_message_deflate=False,
+            lifespan="on",
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -220,8 +274,7 @@ class RawClient:
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall(
             "GET /ws/market HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            .encode()
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
         )
         self.buffer = b""
         while b"\r\n\r\n" not in self.buffer:

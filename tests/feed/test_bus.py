@@ -23,8 +23,13 @@ STATS = next(spec for spec in load_catalog() if spec.name == "stats")
 
 
 def row(tick: int, island: str = "east") -> Row:
-    return Row(STATS.channel_for(island), island, tick, START + tick * TICK,
-               {"vwap": 2.5 + tick / 100, "gpus": tick})
+    return Row(
+        STATS.channel_for(island),
+        island,
+        tick,
+        START + tick * TICK,
+        {"vwap": 2.5 + tick / 100, "gpus": tick},
+    )
 
 
 def run(coroutine: Callable[[], Awaitable[Any]]) -> Any:

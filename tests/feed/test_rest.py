@@ -27,8 +27,9 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
     market: MarketDB, tmp_path: Path
 ) -> None:
     with FeedServer(market, tmp_path) as server:
-        event = server.tick("east", 1, holdings={"a": (8, "2.0001")},
-                            ladder=["2.0001", "2.5", "3"], pending=16)
+        event = server.tick(
+            "east", 1, holdings={"a": (8, "2.0001")}, ladder=["2.0001", "2.5", "3"], pending=16
+        )
         live_stats = get(server, "/api/market/stats", island="east").json()
         live_ladder = get(server, "/api/market/ladder", island="east").json()
         assert live_stats == event.stats
@@ -49,23 +50,28 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
     [
         ("/api/market/stats", {}, 422, "invalid", "island"),
         ("/api/market/stats", {"island": "atlantis"}, 404, "not-found", None),
-        ("/api/market/ladder", {"island": "east", "max_nodes": "two"}, 422, "invalid",
-         "max_nodes"),
-        ("/api/market/ladder", {"island": "east", "max_nodes": "-1"}, 422, "invalid",
-         "max_nodes"),
+        ("/api/market/ladder", {"island": "east", "max_nodes": "two"}, 422, "invalid", "max_nodes"),
+        ("/api/market/ladder", {"island": "east", "max_nodes": "-1"}, 422, "invalid", "max_nodes"),
         ("/api/market/series", {"island": "atlantis"}, 404, "not-found", None),
-        ("/api/market/series", {"island": "east", "interval": "2m"}, 422, "invalid",
-         "interval"),
+        ("/api/market/series", {"island": "east", "interval": "2m"}, 422, "invalid", "interval"),
         ("/api/market/series", {"island": "east", "format": "xml"}, 422, "invalid", "format"),
         ("/api/market/series", {"island": "east", "limit": "0"}, 422, "invalid", "limit"),
-        ("/api/market/series", {"island": "east", "start": "yesterday"}, 422, "invalid",
-         "start"),
-        ("/api/market/series", {"island": "east", "start": "2025-04-01T00:00:00Z",
-                                "end": "2025-04-01T00:00:00Z"}, 422, "invalid", "start"),
+        ("/api/market/series", {"island": "east", "start": "yesterday"}, 422, "invalid", "start"),
+        (
+            "/api/market/series",
+            {"island": "east", "start": "2025-04-01T00:00:00Z", "end": "2025-04-01T00:00:00Z"},
+            422,
+            "invalid",
+            "start",
+        ),
     ],
 )
 def test_refusals_name_the_field_and_never_500(
-    server: FeedServer, path: str, params: dict[str, str], status: int, code: str,
+    server: FeedServer,
+    path: str,
+    params: dict[str, str],
+    status: int,
+    code: str,
     field: str | None,
 ) -> None:
     server.tick("east", 1, holdings={"a": (8, "2")})
@@ -88,22 +94,33 @@ def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str
         priced = [r for r in rows if r["vwap"] is not None]
         weight = sum(r["gpus"] for r in priced)
         vwap = sum(Decimal(str(r["vwap"])) * r["gpus"] for r in priced) / weight
-        out.append({
-            "open": priced[0]["vwap"], "high": max(r["vwap"] for r in priced),
-            "low": min(r["vwap"] for r in priced), "close": priced[-1]["vwap"],
-            "vwap": float(vwap.quantize(SIX)),
-            "min": min(r["min"] for r in priced), "max": max(r["max"] for r in priced),
-            "gpu_hours": float((Decimal(sum(r["gpus"] for r in rows) * 10) / 3600).quantize(SIX)),
-            "ticks": len(rows), "start": start, "closed": start != max(buckets),
-        })
+        out.append(
+            {
+                "open": priced[0]["vwap"],
+                "high": max(r["vwap"] for r in priced),
+                "low": min(r["vwap"] for r in priced),
+                "close": priced[-1]["vwap"],
+                "vwap": float(vwap.quantize(SIX)),
+                "min": min(r["min"] for r in priced),
+                "max": max(r["max"] for r in priced),
+                "gpu_hours": float(
+                    (Decimal(sum(r["gpus"] for r in rows) * 10) / 3600).quantize(SIX)
+                ),
+                "ticks": len(rows),
+                "start": start,
+                "closed": start != max(buckets),
+            }
+        )
     return out
 
 
 def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
     events = []
     for tick in range(1, count + 1):
-        holdings = {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"),
-                    "b": (8, f"{3 - tick % 7 / 1000:.4f}")}
+        holdings = {
+            "a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"),
+            "b": (8, f"{3 - tick % 7 / 1000:.4f}"),
+        }
         if tick % 11 == 0:
             holdings = {}  # nobody holds market nodes: vwap, min and max are null
         events.append(server.tick("east", tick, holdings=holdings))
@@ -113,8 +130,12 @@ def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
 def test_series_candles_as_json_csv_and_arrow(server: FeedServer) -> None:
     events = run_market(server, 40)
     expected = expected_candles(events, 60)
-    params = {"island": "east", "interval": "1m", "start": "2025-03-31T23:00:00Z",
-              "end": "2025-04-01T00:00:00Z"}
+    params = {
+        "island": "east",
+        "interval": "1m",
+        "start": "2025-03-31T23:00:00Z",
+        "end": "2025-04-01T00:00:00Z",
+    }
     candles = get(server, "/api/market/series", **params).json()
     for candle in candles:
         assert candle.pop("start").endswith(":00Z")
@@ -136,16 +157,21 @@ def test_series_candles_as_json_csv_and_arrow(server: FeedServer) -> None:
     limited = get(server, "/api/market/series", **params, limit=2).json()
     assert [c["ticks"] for c in limited] == [6, 6]
     # Without a range: the latest `limit` buckets up to the latest tick.
-    assert get(server, "/api/market/series", island="east", interval="1h").json()[-1]["ticks"] \
-        == sum(1 for e in events if e.time.hour == 23)
+    assert get(server, "/api/market/series", island="east", interval="1h").json()[-1][
+        "ticks"
+    ] == sum(1 for e in events if e.time.hour == 23)
 
 
 def test_series_reads_history_and_live_rows_without_counting_twice(
     server: FeedServer, tmp_path: Path
 ) -> None:
     events = run_market(server, 90)
-    params = {"island": "east", "interval": "5m", "start": "2025-03-31T23:00:00Z",
-              "end": "2025-04-01T00:00:00Z"}
+    params = {
+        "island": "east",
+        "interval": "5m",
+        "start": "2025-03-31T23:00:00Z",
+        "end": "2025-04-01T00:00:00Z",
+    }
     before = get(server, "/api/market/series", **params).json()
     assert [c["ticks"] for c in before] == [30, 30, 30]
     HistoryExporter(server.db, tmp_path / "history").run()
@@ -157,10 +183,12 @@ def test_series_reads_history_and_live_rows_without_counting_twice(
     # History written before ticks recorded their interval counts the configured one (10 s).
     for part in (tmp_path / "history" / "ticks").rglob("*.parquet"):
         server.db.con.execute(
-            f"COPY (SELECT * EXCLUDE (tick_seconds) FROM '{part}') TO '{part}' (FORMAT parquet)")
+            f"COPY (SELECT * EXCLUDE (tick_seconds) FROM '{part}') TO '{part}' (FORMAT parquet)"
+        )
     assert get(server, "/api/market/series", **params).json() == before
-    assert before == [{**c, "start": before[i]["start"]}
-                      for i, c in enumerate(expected_candles(events, 300))]
+    assert before == [
+        {**c, "start": before[i]["start"]} for i, c in enumerate(expected_candles(events, 300))
+    ]
 
 
 def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) -> None:
@@ -172,7 +200,14 @@ def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) 
         update = channel["messages"][f"update_{name}"]["payload"]
         assert update["properties"]["channel"]["pattern"] == f"^{name}:.+$"
     stats = channel["messages"]["snapshot_stats"]["payload"]["properties"]["data"]
-    assert list(stats["properties"]) == ["vwap", "min", "max", "gpus", "clusters",
-                                         "pending_gpus", "reserve_price"]
+    assert list(stats["properties"]) == [
+        "vwap",
+        "min",
+        "max",
+        "gpus",
+        "clusters",
+        "pending_gpus",
+        "reserve_price",
+    ]
     sent = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["serverSends"]["messages"]}
     assert {"subscribed", "error", "heartbeat", "update_ladder"} <= sent

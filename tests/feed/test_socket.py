@@ -40,10 +40,22 @@ def test_snapshot_then_one_update_per_tick_gap_free(server: FeedServer) -> None:
         assert (ladder["type"], ladder["channel"], ladder["tick"]) == ("snapshot", "ladder:east", 1)
         assert stats["time"] == "2025-03-31T23:00:00Z"
         # 2.5 * 16 + 3.1 * 8 over 24 GPUs = 2.7: the writer's own figures, as published.
-        assert stats["data"] == {"vwap": 2.7, "min": 2.5, "max": 3.1, "gpus": 24, "clusters": 2,
-                                 "pending_gpus": 0, "reserve_price": 1.5}
-        assert ladder["data"]["rungs"][1] == {"nodes": 2, "gpus": 16, "price_per_gpu_hour": 3.1001,
-                                              "contestable_at": None, "reason": None}
+        assert stats["data"] == {
+            "vwap": 2.7,
+            "min": 2.5,
+            "max": 3.1,
+            "gpus": 24,
+            "clusters": 2,
+            "pending_gpus": 0,
+            "reserve_price": 1.5,
+        }
+        assert ladder["data"]["rungs"][1] == {
+            "nodes": 2,
+            "gpus": 16,
+            "price_per_gpu_hour": 3.1001,
+            "contestable_at": None,
+            "reason": None,
+        }
 
         seen: dict[str, list[int]] = {"stats:east": [], "ladder:east": []}
         for tick in range(2, 6):
@@ -53,11 +65,13 @@ def test_snapshot_then_one_update_per_tick_gap_free(server: FeedServer) -> None:
                 assert message["type"] == "update"
                 seen[message["channel"]].append(message["tick"])
                 if message["channel"] == "stats:east":
-                    rest = httpx.get(f"{server.url}/api/market/stats",
-                                     params={"island": "east"}).json()
+                    rest = httpx.get(
+                        f"{server.url}/api/market/stats", params={"island": "east"}
+                    ).json()
                     assert rest == event.stats
-                    assert message["data"] == {k: v for k, v in rest.items()
-                                               if k not in ("island", "tick", "time")}
+                    assert message["data"] == {
+                        k: v for k, v in rest.items() if k not in ("island", "tick", "time")
+                    }
         assert seen == {"stats:east": [2, 3, 4, 5], "ladder:east": [2, 3, 4, 5]}
 
 
@@ -99,7 +113,10 @@ def test_from_tick_replays_missed_ticks_from_the_store_then_goes_live(server: Fe
             send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 5})
             assert recv(ws)["type"] == "subscribed"
             assert [(m["type"], m["tick"]) for m in (recv(ws), recv(ws), recv(ws))] == [
-                ("update", 5), ("update", 6), ("update", 7)]
+                ("update", 5),
+                ("update", 6),
+                ("update", 7),
+            ]
             server.tick("east", 8, holdings=HOLD)
             assert recv(ws)["tick"] == 8
             # Without from_tick: the snapshot, then live.
@@ -134,13 +151,15 @@ def replay_reads_tick(server: FeedServer, publish_after: float | None) -> list[i
 
 
 def latest(server: FeedServer) -> int:
-    ((tick,),) = server.db.cursor().execute(
-        "SELECT max(tick) FROM ticks WHERE island = 'east'").fetchall()
+    ((tick,),) = (
+        server.db.cursor().execute("SELECT max(tick) FROM ticks WHERE island = 'east'").fetchall()
+    )
     return int(tick)
 
 
 @pytest.mark.parametrize(
-    "publish_after", [0.5, None], ids=["read-sees-it-published-after", "published-during-read"])
+    "publish_after", [0.5, None], ids=["read-sees-it-published-after", "published-during-read"]
+)
 def test_a_tick_committed_during_the_replay_comes_once_in_order(
     server: FeedServer, publish_after: float | None
 ) -> None:
@@ -165,8 +184,9 @@ def test_a_tick_committed_during_the_replay_comes_once_in_order(
 
 
 def get_stats(server: FeedServer) -> dict[str, Any]:
-    stats: dict[str, Any] = httpx.get(f"{server.url}/api/market/stats",
-                                      params={"island": "east"}).json()
+    stats: dict[str, Any] = httpx.get(
+        f"{server.url}/api/market/stats", params={"island": "east"}
+    ).json()
     return stats
 
 
@@ -180,8 +200,11 @@ def test_from_tick_outside_the_store_window_is_refused_and_the_connection_surviv
         for bad, earliest in ((1, 41), (403, 41)):
             send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": bad})
             error = recv(ws)
-            assert (error["type"], error["error"], error["field"]) == ("error", "invalid",
-                                                                       "from_tick")
+            assert (error["type"], error["error"], error["field"]) == (
+                "error",
+                "invalid",
+                "from_tick",
+            )
             assert (error["earliest_tick"], error["next_tick"]) == (earliest, 402)
         send(ws, {"op": "subscribe", "channels": ["stats:east"], "from_tick": 41})
         assert recv(ws)["type"] == "subscribed"
@@ -204,8 +227,7 @@ def test_malformed_frames_get_errors_and_the_connection_and_server_survive(
         ({"op": "subscribe", "channels": []}, "invalid", "channels"),
         ({"op": "subscribe", "channels": "stats:east"}, "invalid", "channels"),
         ({"op": "subscribe", "channels": ["stats:east"], "from_tick": -1}, "invalid", "from_tick"),
-        ({"op": "subscribe", "channels": ["stats:east"], "from_tick": "1"}, "invalid",
-         "from_tick"),
+        ({"op": "subscribe", "channels": ["stats:east"], "from_tick": "1"}, "invalid", "from_tick"),
         ({"op": "subscribe", "channels": ["stats:east"], "extra": 1}, "invalid", "extra"),
         ({"op": "subscribe", "channels": ["weather:east"]}, "invalid", "channels"),
         ({"op": "subscribe", "channels": ["stats:"]}, "invalid", "channels"),
@@ -309,8 +331,17 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             server.tick("east", 51, ladder=ladder[:1])
             update = recv(fast)
             assert (update["tick"], update["data"]["rungs"]) == (
-                51, [{"nodes": 1, "gpus": 8, "price_per_gpu_hour": 2.0, "contestable_at": None,
-                      "reason": None}])
+                51,
+                [
+                    {
+                        "nodes": 1,
+                        "gpus": 8,
+                        "price_per_gpu_hour": 2.0,
+                        "contestable_at": None,
+                        "reason": None,
+                    }
+                ],
+            )
 
 
 def test_a_server_without_the_feed_wire_refuses_websockets(
@@ -322,8 +353,10 @@ def test_a_server_without_the_feed_wire_refuses_websockets(
             connect(server.ws_url).close()
         assert refused.value.response.status_code == 403
         # HTTP is unaffected.
-        assert httpx.get(f"{server.url}/api/market/stats", params={"island": "east"}).json()[
-            "tick"] == 1
+        assert (
+            httpx.get(f"{server.url}/api/market/stats", params={"island": "east"}).json()["tick"]
+            == 1
+        )
 
 
 def test_request_ids_are_echoed_on_every_answer(server: FeedServer) -> None:
@@ -340,14 +373,20 @@ def test_request_ids_are_echoed_on_every_answer(server: FeedServer) -> None:
         # Refused frames are answered with their id when it is itself valid.
         for frame, field in (
             ({"op": "dance", "id": 7}, "op"),
-            ({"op": "subscribe", "channels": ["stats:east"], "from_tick": -1, "id": "x" * 64},
-             "from_tick"),
+            (
+                {"op": "subscribe", "channels": ["stats:east"], "from_tick": -1, "id": "x" * 64},
+                "from_tick",
+            ),
             ({"op": "subscribe", "channels": ["weather:east"], "id": 8}, "channels"),
         ):
             send(ws, frame)
             error = recv(ws)
             assert (error["type"], error["error"], error["field"], error["id"]) == (
-                "error", "invalid", field, frame["id"])
+                "error",
+                "invalid",
+                field,
+                frame["id"],
+            )
         send(ws, {"op": "subscribe", "channels": ["stats:atlantis"], "id": "far"})
         error = recv(ws)
         assert (error["error"], error["island"], error["id"]) == ("not-found", "atlantis", "far")

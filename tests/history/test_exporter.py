@@ -24,8 +24,9 @@ def commit(db: MarketDB, ticks: range) -> None:
 
 
 def files(root: Path, table: str) -> list[str]:
-    return sorted(str(p.relative_to(root / table)) for p in (root / table).rglob("*")
-                  if p.is_file())
+    return sorted(
+        str(p.relative_to(root / table)) for p in (root / table).rglob("*") if p.is_file()
+    )
 
 
 def history(root: Path, table: str) -> list[tuple[object, ...]]:
@@ -56,7 +57,8 @@ def test_closed_windows_are_exported_then_compacted_per_month(tmp_path: Path) ->
     commit(db, range(1, 201))  # 23:00:00 .. 23:33:10 on 31 March
     exporter.run()
     assert files(root, "ticks") == [
-        "island=east/month=2025-03/20250331T230000Z_20250331T233000Z.parquet"]
+        "island=east/month=2025-03/20250331T230000Z_20250331T233000Z.parquet"
+    ]
     for table in TABLES:
         assert history(root, table) == live(db, table, "2025-03-31 23:30:00+00")
 
@@ -77,7 +79,8 @@ def test_closed_windows_are_exported_then_compacted_per_month(tmp_path: Path) ->
         assert history(root, table) == live(db, table, "2025-04-01 00:05:00+00")
     # Sorted by time inside the merged file.
     times = duckdb.sql(
-        f"SELECT time FROM '{root}/ticks/island=east/month=2025-03/*.parquet'").fetchall()
+        f"SELECT time FROM '{root}/ticks/island=east/month=2025-03/*.parquet'"
+    ).fetchall()
     assert times == sorted(times)
     # Nothing half-written is left among the data files, and no work directory beside them
     # (a reader's `**/*.parquet` from the data dir would count its copies twice).
@@ -94,7 +97,8 @@ def test_through_closes_the_window_of_the_last_tick(tmp_path: Path) -> None:
     # the market stopped at 23:05 (a simulation ends): nothing more can come into that window
     HistoryExporter(db, root).run(through=START + timedelta(minutes=5))
     assert files(root, "ticks") == [
-        "island=east/month=2025-03/20250331T230000Z_20250331T230500Z.parquet"]
+        "island=east/month=2025-03/20250331T230000Z_20250331T230500Z.parquet"
+    ]
     for table in TABLES:
         assert history(root, table) == live(db, table, "2025-03-31 23:05:00+00")
 
@@ -130,7 +134,8 @@ def test_a_crash_mid_export_leaves_nothing_counted_twice(tmp_path: Path) -> None
     folder = root / "cluster_rates/island=east/month=2025-03"
     orphan = folder / "20250331T231000Z_20250331T231500Z.parquet"
     db.con.execute(
-        f"COPY (SELECT * EXCLUDE (island) FROM cluster_rates WHERE tick < 80) TO '{orphan}'")
+        f"COPY (SELECT * EXCLUDE (island) FROM cluster_rates WHERE tick < 80) TO '{orphan}'"
+    )
     HistoryExporter(db, root).run()
     for table in TABLES:
         assert history(root, table) == live(db, table, "2025-03-31 23:15:00+00")
@@ -150,9 +155,14 @@ def test_duckdb_reads_the_history_while_the_exporter_writes_and_compacts(tmp_pat
     def read() -> None:
         while not stop.is_set():
             try:
-                (row,) = duckdb.connect().execute(
-                    f"SELECT count(*), count(DISTINCT tick) FROM read_parquet('{glob}', "
-                    "hive_partitioning = true)").fetchall()
+                (row,) = (
+                    duckdb.connect()
+                    .execute(
+                        f"SELECT count(*), count(DISTINCT tick) FROM read_parquet('{glob}', "
+                        "hive_partitioning = true)"
+                    )
+                    .fetchall()
+                )
             except duckdb.IOException as exc:
                 # A query that listed parts just before a compaction swap may find one gone
                 # (documented: rerun it). It never sees a half file or a row twice.

@@ -24,8 +24,12 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[MarketDB, Path]:
     tmp_path = tmp_path_factory.mktemp("analysts")
     db = MarketDB(tmp_path / "market.duckdb")
     for tick in range(1, 400):  # 31 March 23:00 to 1 April 00:06
-        db.commit("ref", tick, holdings={"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"),
-                                         "b": (8, "3.0001")}, ladder=["2"])
+        db.commit(
+            "ref",
+            tick,
+            holdings={"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")},
+            ladder=["2"],
+        )
     HistoryExporter(db, tmp_path / "data" / "history").run()
     return db, tmp_path
 
@@ -42,13 +46,13 @@ def test_the_duckdb_queries_run_as_written(history: MarketDB) -> None:
     # The hour 23:00 of 31 March, closed and exported: its vwap by hand from the live table.
     ((vwap,),) = history.con.execute(
         "SELECT round(sum(vwap * gpus) / sum(gpus), 6) FROM ticks "
-        "WHERE time < TIMESTAMPTZ '2025-04-01 00:00:00+00'").fetchall()
+        "WHERE time < TIMESTAMPTZ '2025-04-01 00:00:00+00'"
+    ).fetchall()
     assert hourly[0][0] == "ref"
     assert hourly[0][2] == vwap
     assert len(hourly) == 2
     assert {row[0] for row in per_day} == {"a", "b"}
-    assert [row[1].isoformat() for row in per_day if row[0] == "b"] == ["2025-03-31",
-                                                                          "2025-04-01"]
+    assert [row[1].isoformat() for row in per_day if row[0] == "b"] == ["2025-03-31", "2025-04-01"]
     ((island, p50, p90, p99),) = percentiles
     assert island == "ref"
     assert p50 <= p90 <= p99 <= 3.0001

@@ -99,8 +99,10 @@ def test_a_tick_past_its_interval_is_logged_and_the_next_starts_at_once_contiguo
     overran = [r.getMessage() for r in caplog.records if "overran" in r.getMessage()]
     assert len(overran) == 1
     assert "14.000 s for an interval of 10.000 s" in overran[0]
-    assert "island lt tick 1 at 2027-01-15T08:00:00Z: 14.000 s, 16 GPUs held by 2 clusters, " \
+    assert (
+        "island lt tick 1 at 2027-01-15T08:00:00Z: 14.000 s, 16 GPUs held by 2 clusters, "
         "8 GPUs pending" in overran[0]
+    )
     # the long tick was followed at once by the next one, from the committed market, one
     # interval after it in market time: consecutive numbers, contiguous billed intervals
     assert slow.calls == [None, T0 + INTERVAL_NS]

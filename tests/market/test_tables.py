@@ -160,8 +160,19 @@ def test_a_failing_batch_raises_its_own_error_and_leaves_the_store_writable(db: 
     """The statement's error is the one raised (a full disk must read as one); the batch's
     first registration rolled back with it, the next write of the table registers again."""
     row = TickRow(
-        "i", 1, datetime(2025, 1, 1, tzinfo=UTC), None, None, None, 0, 0, 0, Decimal(1),
-        Decimal(10), 1, True,
+        "i",
+        1,
+        datetime(2025, 1, 1, tzinfo=UTC),
+        None,
+        None,
+        None,
+        0,
+        0,
+        0,
+        Decimal(1),
+        Decimal(10),
+        1,
+        True,
     )
     with pytest.raises(duckdb.ConstraintException), db.write() as cur:
         TICKS.insert(cur, [row, replace(row, gpus=8)])  # the same (island, tick) twice

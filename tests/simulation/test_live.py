@@ -29,7 +29,8 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     assert f"dashboard {server.url}/" in server.log()
     assert f"console {server.url}/console" in server.log()
     assert "market time 300x real time: the manual clock, which the simulation ticks" in (
-        server.log())
+        server.log()
+    )
     eventually(
         lambda: {"ref", "edge"} <= {i["id"] for i in ok(server.client.get("/api/islands"))},
         "two islands",

@@ -62,8 +62,10 @@ def test_simulate_writes_history_of_both_islands_through_the_real_market(
         # consecutive tick numbers, every one of them exported, the last one's window too
         assert (count, first, distinct, last) == (96, 1, 96, 96)
     # two whole UTC days, midnight to midnight, on both islands
-    spans = query(f"SELECT island, min(time), max(time) FROM {parquet(history, 'ticks')} "
-                  "GROUP BY island ORDER BY island")
+    spans = query(
+        f"SELECT island, min(time), max(time) FROM {parquet(history, 'ticks')} "
+        "GROUP BY island ORDER BY island"
+    )
     for _, first_time, last_time in spans:
         assert isinstance(first_time, datetime)
         assert first_time.astimezone(UTC).time() == dt_time(0, 0)
@@ -159,16 +161,24 @@ def test_commands_explain_themselves() -> None:
 def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> None:
     # no work or trash directory left beside the history: a glob over the data dir reads it all
     assert sorted(p.name for p in simulated.iterdir() if p.is_dir()) == ["history"]
-    layout = re.compile(r"history/(ticks|cluster_rates|allocations|ladder)/island=(ref|edge)/"
-                        r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet")
-    found = [str(p.relative_to(simulated)) for p in simulated.rglob("*") if p.is_file()
-             and p.parent != simulated]
+    layout = re.compile(
+        r"history/(ticks|cluster_rates|allocations|ladder)/island=(ref|edge)/"
+        r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet"
+    )
+    found = [
+        str(p.relative_to(simulated))
+        for p in simulated.rglob("*")
+        if p.is_file() and p.parent != simulated
+    ]
     assert found
     assert [f for f in found if not layout.fullmatch(f)] == []
-    ((rows,),) = query(f"SELECT count(*) FROM read_parquet('{simulated}/**/*.parquet', "
-                       "hive_partitioning = true)")
-    ((each,),) = query("SELECT " + " + ".join(
-        f"(SELECT count(*) FROM {parquet(simulated / 'history', t)})" for t in TABLES))
+    ((rows,),) = query(
+        f"SELECT count(*) FROM read_parquet('{simulated}/**/*.parquet', hive_partitioning = true)"
+    )
+    ((each,),) = query(
+        "SELECT "
+        + " + ".join(f"(SELECT count(*) FROM {parquet(simulated / 'history', t)})" for t in TABLES)
+    )
     assert rows == each
 
 
@@ -179,7 +189,8 @@ def ledger_gpu_hours(simulated: Path, key: str) -> dict[tuple[Any, ...], float]:
         rows = con.execute(
             f"SELECT {key}, sum(gpu_ms) / 3600000 FROM (SELECT *, "
             "make_timestamp(ts // 1000) AS billed_at FROM ledger "
-            "WHERE kind = 'charge') GROUP BY ALL").fetchall()
+            "WHERE kind = 'charge') GROUP BY ALL"
+        ).fetchall()
     return {tuple(row[:-1]): float(row[-1]) for row in rows}
 
 
@@ -214,15 +225,20 @@ def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Pat
     for table in HISTORY:
         described = query(f"DESCRIBE SELECT * FROM {parquet(history, table.name)}")
         assert [(name, kind) for name, kind, *_ in described] == [
-            (c.name, c.type) for c in (*table.columns, *PARTITIONS)], table.name
+            (c.name, c.type) for c in (*table.columns, *PARTITIONS)
+        ], table.name
         for column in table.columns:
             if not column.nullable:
-                ((nulls,),) = query(f"SELECT count(*) FROM {parquet(history, table.name)} "
-                                    f"WHERE {column.name} IS NULL")
+                ((nulls,),) = query(
+                    f"SELECT count(*) FROM {parquet(history, table.name)} "
+                    f"WHERE {column.name} IS NULL"
+                )
                 assert nulls == 0, (table.name, column.name)
     # the ladder's later rungs reached the history: windows held every node at some tick
-    ((later,),) = query(f"SELECT count(*) FROM {parquet(history, 'ladder')} "
-                        "WHERE contestable_at IS NOT NULL AND contestable_at > time")
+    ((later,),) = query(
+        f"SELECT count(*) FROM {parquet(history, 'ladder')} "
+        "WHERE contestable_at IS NOT NULL AND contestable_at > time"
+    )
     assert later > 0
 
 
@@ -231,11 +247,14 @@ def test_the_service_serves_simulated_history_in_its_own_units(
 ) -> None:
     # a service at its default 10-s ticks reads the simulated 30-minute ticks at their own
     server = start_server("--clock", "manual", data_dir=simulated)
-    candles = server.client.get("/api/market/series",
-                                params={"island": "ref", "interval": "1d"}).json()
+    candles = server.client.get(
+        "/api/market/series", params={"island": "ref", "interval": "1d"}
+    ).json()
     ticks = parquet(simulated / "history", "ticks")
-    days = query(f"SELECT sum(gpus * tick_seconds) / 3600 FROM {ticks} WHERE island = 'ref' "
-                 "GROUP BY CAST(timezone('UTC', time) AS DATE) ORDER BY ALL")
+    days = query(
+        f"SELECT sum(gpus * tick_seconds) / 3600 FROM {ticks} WHERE island = 'ref' "
+        "GROUP BY CAST(timezone('UTC', time) AS DATE) ORDER BY ALL"
+    )
     assert sorted(c["gpu_hours"] for c in candles) == sorted(float(d) for (d,) in days)
     assert [c["closed"] for c in candles] == [True, False]  # the latest tick's day is open
     dictionary = server.client.get("/schema/history.json").json()

@@ -82,15 +82,20 @@ def test_ticks_written_before_schema_4_learn_their_interval_from_what_they_bille
         con.execute(
             "INSERT INTO ticks VALUES ('a', 1, '2025-01-01 00:00Z', 2, 2, 2, 8, 1, 0, 1),"
             " ('a', 2, '2025-01-01 00:30Z', NULL, NULL, NULL, 0, 0, 0, 1),"
-            " ('b', 1, '2025-01-01 00:00Z', NULL, NULL, NULL, 0, 0, 0, 1)")
+            " ('b', 1, '2025-01-01 00:00Z', NULL, NULL, NULL, 0, 0, 0, 1)"
+        )
         # tick 1 of `a` billed one cluster 30 minutes in advance
         con.execute(
             "INSERT INTO ledger (ts, account, cluster, island, tick, kind, period_start,"
             " period_end, gpus, gpu_ms, rate, units) VALUES (0, 'x', 'c', 'a', 1, 'charge', 0,"
-            " 1800000000000, 8, 14400000, 2000000, 1)")
+            " 1800000000000, 8, 14400000, 2000000, 1)"
+        )
     db = Database(path)
-    rows = db.cursor().execute(
-        "SELECT island, tick, tick_seconds FROM ticks ORDER BY island, tick").fetchall()
+    rows = (
+        db.cursor()
+        .execute("SELECT island, tick, tick_seconds FROM ticks ORDER BY island, tick")
+        .fetchall()
+    )
     db.close()
     # a tick that billed nobody takes its island's interval (the default on one that never did)
     assert rows == [("a", 1, Decimal("1800")), ("a", 2, Decimal("1800")), ("b", 1, Decimal("10"))]

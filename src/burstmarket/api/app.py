@@ -38,6 +38,7 @@ from burstmarket.store import Database
 
 log = logging.getLogger(__name__)
 
+
 @get("/", include_in_schema=False)
 async def dashboard() -> Response[bytes]:
     """The live dashboard (public, like the market data it shows)."""
@@ -166,4 +167,3 @@ def create_app(settings: Settings) -> Litestar:
     )
     apidoc.finish(app.openapi_schema)
     return app
-

@@ -22,6 +22,7 @@ from burstmarket.market.market import Market
 
 Connection = ASGIConnection[Any, Any, Any, Any]
 
+
 def _bearer(connection: Connection) -> str | None:
     header = connection.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
@@ -80,4 +81,3 @@ class Tokens:
             connection.state.cluster = cluster
             raise Forbidden("a cluster token cannot act on /api/admin/*")
         raise Unauthorized("unknown token")
-

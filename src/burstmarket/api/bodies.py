@@ -127,7 +127,8 @@ def node_spec(value: Any) -> Any:
     size = len(msgspec.json.encode(value))
     if size > MAX_NODE_SPEC_BYTES:
         raise Invalid(
-            "node_spec", f"is {size} bytes of JSON, over {MAX_NODE_SPEC_BYTES}",
+            "node_spec",
+            f"is {size} bytes of JSON, over {MAX_NODE_SPEC_BYTES}",
             limit=MAX_NODE_SPEC_BYTES,
         )
     return value

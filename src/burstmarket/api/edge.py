@@ -42,8 +42,11 @@ def create_edge_app(settings: Settings) -> Litestar:
             await edge.stop()
 
     app = Litestar(
-        route_handlers=[*edge.service.route_handlers, static_file,
-                        *health.probes(checks, versions)],
+        route_handlers=[
+            *edge.service.route_handlers,
+            static_file,
+            *health.probes(checks, versions),
+        ],
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
         openapi_config=apidoc.openapi_config(),

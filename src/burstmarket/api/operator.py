@@ -101,8 +101,7 @@ def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreatedView:
 def _runs(deps: Deps, island: str) -> None:
     """An island another market process runs (`serve --islands`) is not this one's to change."""
     if not deps.market.runs(island):
-        raise NotFound(f"island {island!r} is not run by this process (--islands)",
-                       island=island)
+        raise NotFound(f"island {island!r} is not run by this process (--islands)", island=island)
 
 
 @put("/islands/{island_id:str}", responses=refusals(*WITH_BODY, NotFound, Conflict))
@@ -132,8 +131,7 @@ def get_nodes(deps: Deps, island_id: FromPath[str]) -> list[NodeView]:
 NODE_ACTION = refusals(*SIGNED, NotFound)
 
 
-@post("/islands/{island_id:str}/nodes/{node_id:str}/cordon", status_code=200,
-      responses=NODE_ACTION)
+@post("/islands/{island_id:str}/nodes/{node_id:str}/cordon", status_code=200, responses=NODE_ACTION)
 @threaded
 def post_cordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Out of service (health check): billing stops at once; inside a window the cluster is
@@ -141,16 +139,16 @@ def post_cordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) ->
     return deps.operator.nodes.act(island_id, node_id, "cordon")
 
 
-@post("/islands/{island_id:str}/nodes/{node_id:str}/dark", status_code=200,
-      responses=NODE_ACTION)
+@post("/islands/{island_id:str}/nodes/{node_id:str}/dark", status_code=200, responses=NODE_ACTION)
 @threaded
 def post_dark(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Kubelet lost: like cordon; inside a window a replacement is owed for its rest."""
     return deps.operator.nodes.act(island_id, node_id, "dark")
 
 
-@post("/islands/{island_id:str}/nodes/{node_id:str}/uncordon", status_code=200,
-      responses=NODE_ACTION)
+@post(
+    "/islands/{island_id:str}/nodes/{node_id:str}/uncordon", status_code=200, responses=NODE_ACTION
+)
 @threaded
 def post_uncordon(deps: Deps, island_id: FromPath[str], node_id: FromPath[str]) -> NodeView:
     """Back in service: the node returns to its cluster as idle capacity (or is free)."""

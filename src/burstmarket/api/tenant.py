@@ -280,4 +280,3 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
         dependencies={"me": Provide(me, sync_to_thread=False)},
         security=SECURITY,
     )
-

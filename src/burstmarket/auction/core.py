@@ -144,8 +144,17 @@ class _Separation:
         self.took = np.empty(length, dtype=np.int64)
         first = slice(0, int(self.starts[1]))
         advance(
-            self.losers, 0, 0, length - 1, NEG, self.sizes[first], self.values[first],
-            self.joined, self.took, np.empty(length, dtype=np.int64), np.empty_like(self.took),
+            self.losers,
+            0,
+            0,
+            length - 1,
+            NEG,
+            self.sizes[first],
+            self.values[first],
+            self.joined,
+            self.took,
+            np.empty(length, dtype=np.int64),
+            np.empty_like(self.took),
         )
 
     def band(self, keeps: Ints, point: Ints, classes: Ints) -> list[_Coalition]:
@@ -176,8 +185,14 @@ class _Separation:
 
     def _inputs(self, keeps: Ints) -> tuple[Ints, Ints, Ints, Ints, Ints, Ints, Ints, Ints]:
         return (
-            self.losers, self.joined, self.took, keeps[self.order], self.won, self.starts,
-            self.sizes, self.values,
+            self.losers,
+            self.joined,
+            self.took,
+            keeps[self.order],
+            self.won,
+            self.starts,
+            self.sizes,
+            self.values,
         )
 
     def _coalitions(

@@ -320,7 +320,13 @@ def advance(
 
 @_compiled
 def stay_or_join(
-    losers: Ints, joined: Ints, took: Ints, keep: int, low: int, high: int, out: Ints,
+    losers: Ints,
+    joined: Ints,
+    took: Ints,
+    keep: int,
+    low: int,
+    high: int,
+    out: Ints,
     choice: npt.NDArray[Any],
 ) -> None:
     """The first winner's step: it stays out beside the losers (`losers[x] + keep`) or takes
@@ -391,8 +397,16 @@ def separate(
     for j in range(n - 1, 0, -1):
         a, b = starts[j], starts[j + 1]
         advance(
-            backward[j + 1, : b_high[j + 1] - b_low[j + 1] + 1], b_low[j + 1], b_low[j],
-            b_high[j], keeps[j], sizes[a:b], values[a:b], backward[j], back_choice[j], buffer,
+            backward[j + 1, : b_high[j + 1] - b_low[j + 1] + 1],
+            b_low[j + 1],
+            b_low[j],
+            b_high[j],
+            keeps[j],
+            sizes[a:b],
+            values[a:b],
+            backward[j],
+            back_choice[j],
+            buffer,
             used,
         )
 
@@ -423,8 +437,17 @@ def separate(
         else:
             a, b = starts[j], starts[j + 1]
             advance(
-                forward, f_low[j], f_low[j + 1], f_high[j + 1], keeps[j], sizes[a:b],
-                values[a:b], following, fore_choice[j], buffer, used,
+                forward,
+                f_low[j],
+                f_low[j + 1],
+                f_high[j + 1],
+                keeps[j],
+                sizes[a:b],
+                values[a:b],
+                following,
+                fore_choice[j],
+                buffer,
+                used,
             )
         forward = following[: f_high[j + 1] - f_low[j + 1] + 1]
 
@@ -480,16 +503,35 @@ def most_blocking(
     keep_choices = choices.shape[0] == n
     scratch = np.empty(capacity + 1, dtype=choices.dtype)
     table = np.empty(capacity - low[1] + 1, dtype=np.int64)
-    stay_or_join(losers, joined, took, keeps[0], low[1], capacity, table,
-                 choices[0] if keep_choices else scratch)
+    stay_or_join(
+        losers,
+        joined,
+        took,
+        keeps[0],
+        low[1],
+        capacity,
+        table,
+        choices[0] if keep_choices else scratch,
+    )
     following = np.empty_like(table)
     buffer = np.empty(capacity + 1, dtype=np.int64)
     used = np.empty(capacity + 1, dtype=np.int64)
     for j in range(1, n):
         a, b = starts[j], starts[j + 1]
         choice = choices[j] if keep_choices else scratch
-        advance(table, low[j], low[j + 1], capacity, keeps[j], sizes[a:b], values[a:b],
-                following, choice, buffer, used)
+        advance(
+            table,
+            low[j],
+            low[j + 1],
+            capacity,
+            keeps[j],
+            sizes[a:b],
+            values[a:b],
+            following,
+            choice,
+            buffer,
+            used,
+        )
         table, following = following[: capacity - low[j + 1] + 1], table
     roles = np.zeros(n, dtype=np.int8)
     if keep_choices:

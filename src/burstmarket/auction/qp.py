@@ -41,8 +41,13 @@ class LeastRevenue:
         row_of, column_of = np.nonzero(rows)
         starts = np.searchsorted(row_of, np.arange(len(rows))).astype(np.int32)
         self.highs.addRows(
-            len(rows), need, np.full(len(rows), np.inf), len(row_of), starts,
-            column_of.astype(np.int32), rows[row_of, column_of],
+            len(rows),
+            need,
+            np.full(len(rows), np.inf),
+            len(row_of),
+            starts,
+            column_of.astype(np.int32),
+            rows[row_of, column_of],
         )
 
     def raise_need(self, row: int, need: float) -> None:
@@ -56,9 +61,7 @@ class LeastRevenue:
         return np.asarray(self.highs.getSolution().col_value, dtype=np.float64)
 
 
-def nearest(
-    weights: Floats, upper: Floats, matrix: Floats, need: Floats, total: float
-) -> Floats:
+def nearest(weights: Floats, upper: Floats, matrix: Floats, need: Floats, total: float) -> Floats:
     """min Σ weights·x² s.t. matrix·x >= need, weights·x <= total and 0 <= x <= upper."""
     columns = len(weights)
     identity = np.eye(columns)

@@ -22,11 +22,17 @@ _TIME = {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"
 _TICK = {"type": "integer", "minimum": 0}
 _ID = {
     "description": "the client's request id, echoed on the answer to its frame",
-    "oneOf": [{"type": "string", "maxLength": MAX_ID},
-              {"type": "integer", "minimum": -MAX_ID_INT, "maximum": MAX_ID_INT}],
+    "oneOf": [
+        {"type": "string", "maxLength": MAX_ID},
+        {"type": "integer", "minimum": -MAX_ID_INT, "maximum": MAX_ID_INT},
+    ],
 }
-_CHANNELS = {"type": "array", "items": {"type": "string", "maxLength": MAX_CHANNEL},
-             "minItems": 1, "maxItems": MAX_CHANNELS}
+_CHANNELS = {
+    "type": "array",
+    "items": {"type": "string", "maxLength": MAX_CHANNEL},
+    "minItems": 1,
+    "maxItems": MAX_CHANNELS,
+}
 
 ERROR_CODES = {
     Invalid.code: "a malformed frame or out-of-range value; `field` names it",
@@ -35,8 +41,11 @@ ERROR_CODES = {
 """The refusals the feed answers with (feed/service.py raises no others)."""
 
 ERROR_FIGURES: dict[str, dict[str, Any]] = {
-    "field": {"type": "string", "description": "the field at fault (`invalid`): `frame` when "
-              "the frame is not a JSON object, else op, channels, from_tick or id"},
+    "field": {
+        "type": "string",
+        "description": "the field at fault (`invalid`): `frame` when "
+        "the frame is not a JSON object, else op, channels, from_tick or id",
+    },
     "channel": {"type": "string", "description": "the unknown channel"},
     "island": {"type": "string", "description": "the island the refusal is about"},
     "earliest_tick": {**_TICK, "description": "the oldest tick `from_tick` may name now"},
@@ -53,10 +62,13 @@ def close_codes(backlog: int, ping_seconds: float) -> dict[str, dict[str, str]]:
             "description": (
                 f"the client fell behind: {backlog} messages held for it and one more due, or "
                 f"a keepalive ping (one every {ping_seconds:g} s) left unanswered for "
-                f"{ping_seconds:g} s. One log line. It may resubscribe with `from_tick`."),
+                f"{ping_seconds:g} s. One log line. It may resubscribe with `from_tick`."
+            ),
         },
-        "1002": {"description": "a frame that breaks the websocket protocol (the reason says "
-                                "how, e.g. `incorrect masking`)"},
+        "1002": {
+            "description": "a frame that breaks the websocket protocol (the reason says "
+            "how, e.g. `incorrect masking`)"
+        },
         "1007": {"description": "a text frame that is not UTF-8"},
         "1009": {"description": "a client message over the size limit (1 MiB by default)"},
         "1012": {"description": "the service is shutting down or restarting"},
@@ -64,35 +76,62 @@ def close_codes(backlog: int, ping_seconds: float) -> dict[str, dict[str, str]]:
 
 
 def servers(host: str, secure: bool) -> dict[str, Any]:
-    return {"market": {"host": host, "protocol": "wss" if secure else "ws",
-                       "description": "the service this document was served by"}}
+    return {
+        "market": {
+            "host": host,
+            "protocol": "wss" if secure else "ws",
+            "description": "the service this document was served by",
+        }
+    }
 
 
 def _obj(properties: dict[str, Any], *, optional: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "additionalProperties": False,
-            "required": [name for name in properties if name not in optional]}
+    return {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "required": [name for name in properties if name not in optional],
+    }
 
 
 def _message(name: str, summary: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"name": name, "title": name, "summary": summary, "contentType": "application/json",
-            "payload": payload}
+    return {
+        "name": name,
+        "title": name,
+        "summary": summary,
+        "contentType": "application/json",
+        "payload": payload,
+    }
 
 
 def _reply(kind: str, summary: str, **fields: Any) -> dict[str, Any]:
     """An answer to a client frame: its fields, and the frame's `id` when it had one."""
-    return _message(kind, summary, _obj({"type": {"const": kind}, **fields, "id": _ID},
-                                        optional=("id",)))
+    return _message(
+        kind, summary, _obj({"type": {"const": kind}, **fields, "id": _ID}, optional=("id",))
+    )
 
 
 def _tick_message(kind: str, spec: FeedSpec, summary: str) -> dict[str, Any]:
-    return _message(f"{kind}_{spec.name}", summary, _obj({
-        "type": {"const": kind},
-        "channel": {"type": "string",
-                    "pattern": "^" + spec.channel.replace("{island}", ".+") + "$"},
-        "tick": {**_TICK, "description": "gap-free per island"},
-        "time": _TIME,
-        "data": {"type": "object", "properties": spec.schema, "required": list(spec.schema)},
-    }))
+    return _message(
+        f"{kind}_{spec.name}",
+        summary,
+        _obj(
+            {
+                "type": {"const": kind},
+                "channel": {
+                    "type": "string",
+                    "pattern": "^" + spec.channel.replace("{island}", ".+") + "$",
+                },
+                "tick": {**_TICK, "description": "gap-free per island"},
+                "time": _TIME,
+                "data": {
+                    "type": "object",
+                    "properties": spec.schema,
+                    "required": list(spec.schema),
+                },
+            }
+        ),
+    )
 
 
 def document(
@@ -100,49 +139,88 @@ def document(
 ) -> dict[str, Any]:
     """The document; its `servers` is filled in for each request (`servers()`)."""
     client = {
-        "subscribe": _message("subscribe", "Join channels", _obj(
-            {"op": {"const": "subscribe"}, "channels": _CHANNELS,
-             "from_tick": {**_TICK, "description": (
-                 "replay the ticks from_tick … latest as updates, then live, with no snapshot; "
-                 "at most one hour back and at most the next tick")},
-             "id": _ID},
-            optional=("from_tick", "id"),
-        )),
-        "unsubscribe": _message("unsubscribe", "Leave channels", _obj(
-            {"op": {"const": "unsubscribe"}, "channels": _CHANNELS, "id": _ID},
-            optional=("id",))),
-        "ping": _message("ping", "Ask for a pong", _obj(
-            {"op": {"const": "ping"}, "id": _ID}, optional=("id",))),
+        "subscribe": _message(
+            "subscribe",
+            "Join channels",
+            _obj(
+                {
+                    "op": {"const": "subscribe"},
+                    "channels": _CHANNELS,
+                    "from_tick": {
+                        **_TICK,
+                        "description": (
+                            "replay the ticks from_tick … latest as updates, then live, with no snapshot; "
+                            "at most one hour back and at most the next tick"
+                        ),
+                    },
+                    "id": _ID,
+                },
+                optional=("from_tick", "id"),
+            ),
+        ),
+        "unsubscribe": _message(
+            "unsubscribe",
+            "Leave channels",
+            _obj(
+                {"op": {"const": "unsubscribe"}, "channels": _CHANNELS, "id": _ID}, optional=("id",)
+            ),
+        ),
+        "ping": _message(
+            "ping", "Ask for a pong", _obj({"op": {"const": "ping"}, "id": _ID}, optional=("id",))
+        ),
     }
     codes = "; ".join(f"`{code}`: {what}" for code, what in ERROR_CODES.items())
     server = {
         "subscribed": _reply("subscribed", "Channels joined", channels=_CHANNELS),
         "unsubscribed": _reply("unsubscribed", "Channels left", channels=_CHANNELS),
         "pong": _reply("pong", "Answer to ping", time=_TIME),
-        "error": _message("error", f"A refused frame; the connection stays open. {codes}.", _obj(
-            {"type": {"const": "error"},
-             "error": {"oneOf": [{"const": code, "description": what}
-                                 for code, what in ERROR_CODES.items()]},
-             "detail": {"type": "string", "description": "a sentence"},
-             **ERROR_FIGURES,
-             "id": _ID},
-            optional=(*ERROR_FIGURES, "id"),
-        )),
+        "error": _message(
+            "error",
+            f"A refused frame; the connection stays open. {codes}.",
+            _obj(
+                {
+                    "type": {"const": "error"},
+                    "error": {
+                        "oneOf": [
+                            {"const": code, "description": what}
+                            for code, what in ERROR_CODES.items()
+                        ]
+                    },
+                    "detail": {"type": "string", "description": "a sentence"},
+                    **ERROR_FIGURES,
+                    "id": _ID,
+                },
+                optional=(*ERROR_FIGURES, "id"),
+            ),
+        ),
         "heartbeat": _message(
             "heartbeat",
             f"Sent after {HEARTBEAT_SECONDS:g} s without any message; `time` is wall-clock time",
-            _obj({"type": {"const": "heartbeat"}, "time": _TIME,
-                  "ticks": {"type": "object", "additionalProperties": {"type": "integer"},
-                            "description": "latest tick of every island"}}),
+            _obj(
+                {
+                    "type": {"const": "heartbeat"},
+                    "time": _TIME,
+                    "ticks": {
+                        "type": "object",
+                        "additionalProperties": {"type": "integer"},
+                        "description": "latest tick of every island",
+                    },
+                }
+            ),
         ),
     }
     for spec in specs:
         server[f"snapshot_{spec.name}"] = _tick_message(
-            "snapshot", spec, f"{spec.description} The latest tick, first on a subscribe "
-            "without from_tick.")
+            "snapshot",
+            spec,
+            f"{spec.description} The latest tick, first on a subscribe without from_tick.",
+        )
         server[f"update_{spec.name}"] = _tick_message(
-            "update", spec, f"{spec.description} One per tick; with from_tick, the replayed "
-            "ticks first, then live: each tick once, in order.")
+            "update",
+            spec,
+            f"{spec.description} One per tick; with from_tick, the replayed "
+            "ticks first, then live: each tick once, in order.",
+        )
     ref = "#/channels/market/messages/"
     return {
         "asyncapi": "3.0.0",
@@ -159,12 +237,14 @@ def document(
         },
         "servers": {},
         "defaultContentType": "application/json",
-        "channels": {"market": {
-            "address": path,
-            "servers": [{"$ref": "#/servers/market"}],
-            "messages": {**client, **server},
-            "x-close-codes": close_codes(backlog, ping_seconds),
-        }},
+        "channels": {
+            "market": {
+                "address": path,
+                "servers": [{"$ref": "#/servers/market"}],
+                "messages": {**client, **server},
+                "x-close-codes": close_codes(backlog, ping_seconds),
+            }
+        },
         "operations": {
             "clientSends": {
                 "action": "receive",

@@ -50,7 +50,9 @@ class Bus:
     def __init__(self, url: str) -> None:
         self.url = url
         self.redis = redis.Redis.from_url(
-            url, socket_connect_timeout=CONNECT_SECONDS, socket_timeout=READ_SECONDS,
+            url,
+            socket_connect_timeout=CONNECT_SECONDS,
+            socket_timeout=READ_SECONDS,
             health_check_interval=10,
         )
 
@@ -65,8 +67,13 @@ class Bus:
         pipe = self.redis.pipeline(transaction=False)
         channels = set()
         for row, keep in rows:
-            pipe.xadd(stream(row.channel), {_UPDATE: row.update_json}, id=f"{row.tick}-1",
-                      maxlen=keep, approximate=True)
+            pipe.xadd(
+                stream(row.channel),
+                {_UPDATE: row.update_json},
+                id=f"{row.tick}-1",
+                maxlen=keep,
+                approximate=True,
+            )
             channels.add(row.channel)
         if not channels:
             return
@@ -111,11 +118,12 @@ class Bus:
             return []
         answer: Any = await self.redis.xread(
             {stream(channel): f"{tick}-1" for channel, tick in after.items()},
-            count=count, block=block_ms,
+            count=count,
+            block=block_ms,
         )
         found = []
         for key, entries in answer or []:
-            channel = key.decode()[len(STREAM_PREFIX):]
+            channel = key.decode()[len(STREAM_PREFIX) :]
             island = island_of(channel)
             found += [Row.from_update(channel, island, update) for _, update in _entries(entries)]
         return found

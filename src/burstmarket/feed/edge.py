@@ -94,14 +94,18 @@ class Edge:
                     await self._find_channels()
                     look_again = loop.time() + BLOCK_MS / 1000
                     self._up()
-                rows = await self.bus.follow(self._after, self._islands.__getitem__,
-                                             BLOCK_MS, COUNT)
+                rows = await self.bus.follow(
+                    self._after, self._islands.__getitem__, BLOCK_MS, COUNT
+                )
                 for row in rows:
                     self._publish(row)
             except RedisError as exc:
                 if self.ready:
-                    log.warning("edge: lost the bus (%s); sockets stay open, the missed ticks "
-                                "follow when it is back", exc)
+                    log.warning(
+                        "edge: lost the bus (%s); sockets stay open, the missed ticks "
+                        "follow when it is back",
+                        exc,
+                    )
                 self.ready = False
                 self.detail = f"the bus does not answer: {exc}"
                 look_again = 0.0
@@ -109,8 +113,7 @@ class Edge:
 
     def _up(self) -> None:
         if not self.ready:
-            log.info("edge: following %d channels on the bus %s", len(self._after),
-                     self.bus.url)
+            log.info("edge: following %d channels on the bus %s", len(self._after), self.bus.url)
         self.ready = True
         self.detail = f"following {len(self._after)} channels"
 

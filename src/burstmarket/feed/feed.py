@@ -73,9 +73,16 @@ class Feed:
         self._history_kick = asyncio.Event()
         self._sql_ticks: asyncio.Queue[tuple[FeedSpec, str, int]] = asyncio.Queue()
         self._bus = None if settings.bus is None else Bus(settings.bus)
-        self._publisher = None if self._bus is None else BusPublisher(
-            self._bus, self.specs, settings.tick_seconds, self._store.rows,
-            lambda: {island: tick for island, (tick, _) in self.service.islands.items()},
+        self._publisher = (
+            None
+            if self._bus is None
+            else BusPublisher(
+                self._bus,
+                self.specs,
+                settings.tick_seconds,
+                self._store.rows,
+                lambda: {island: tick for island, (tick, _) in self.service.islands.items()},
+            )
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -129,8 +136,10 @@ class Feed:
                 continue
             source = getattr(event, spec.event)
             data = {field: source[field] for field in spec.fields}
-            self._publish(spec, Row(spec.channel_for(event.island), event.island, event.tick,
-                                    event.time, data))
+            self._publish(
+                spec,
+                Row(spec.channel_for(event.island), event.island, event.tick, event.time, data),
+            )
         due = self._history_due.get(event.island)
         if due is None or event.time >= due:
             self._history_due[event.island] = floor_time(event.time, WINDOW) + WINDOW
@@ -169,8 +178,9 @@ class Feed:
             interval: Annotated[series.Interval, QueryParameter()] = "1h",
             start: TimeQuery = None,
             end: TimeQuery = None,
-            limit: Annotated[int, QueryParameter(ge=1, le=series.MAX_LIMIT,
-                                                 description="buckets")] = series.DEFAULT_LIMIT,
+            limit: Annotated[
+                int, QueryParameter(ge=1, le=series.MAX_LIMIT, description="buckets")
+            ] = series.DEFAULT_LIMIT,
             output: Annotated[series.Format, QueryParameter(name="format")] = "json",
         ) -> Response[list[Candle]]:
             _, latest = self.service.island(island)
@@ -187,10 +197,15 @@ class Feed:
             series.FORMATS["csv"]: "the candles as CSV: " + ",".join(series.COLUMNS),
             series.FORMATS["arrow"]: "the candles as an Arrow IPC stream (exact decimals)",
         }
-        return get("/api/market/series", name="market-series", summary="Candles",
-                   description="Candles of the per-tick vwap.",
-                   responses=refusals(Invalid, NotFound, StoreUnavailable), tags=[MARKET_DATA],
-                   operation_class=documented(also=also))(handler)
+        return get(
+            "/api/market/series",
+            name="market-series",
+            summary="Candles",
+            description="Candles of the per-tick vwap.",
+            responses=refusals(Invalid, NotFound, StoreUnavailable),
+            tags=[MARKET_DATA],
+            operation_class=documented(also=also),
+        )(handler)
 
 
 def build_feed(db: Database, settings: FeedSettings, options: FeedOptions | None = None) -> Feed:

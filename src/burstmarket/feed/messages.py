@@ -75,15 +75,19 @@ class Prepared:
         self.body = body
         self.etag = b'"%s"' % hashlib.blake2b(body, digest_size=12).hexdigest().encode()
         self._revalidated = [(b"etag", self.etag), (b"cache-control", CACHE_CONTROL)]
-        self._headers = [(b"content-type", b"application/json"),
-                         (b"content-length", str(len(body)).encode()), *self._revalidated]
+        self._headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *self._revalidated,
+        ]
         self._body = {"type": "http.response.body", "body": body}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         # fresh header lists: a middleware may add to them (CORS), and they are shared
         if self._known(scope):
-            await send({"type": "http.response.start", "status": 304,
-                        "headers": list(self._revalidated)})
+            await send(
+                {"type": "http.response.start", "status": 304, "headers": list(self._revalidated)}
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         await send({"type": "http.response.start", "status": 200, "headers": list(self._headers)})
@@ -113,8 +117,18 @@ _update_decoder = msgspec.json.Decoder(_Update)
 class Row:
     """One tick of one channel, with its encodings made on first use."""
 
-    __slots__ = ("_response", "_snapshot", "_trimmed", "_update", "_update_json", "channel",
-                 "data", "island", "tick", "time")
+    __slots__ = (
+        "_response",
+        "_snapshot",
+        "_trimmed",
+        "_update",
+        "_update_json",
+        "channel",
+        "data",
+        "island",
+        "tick",
+        "time",
+    )
 
     def __init__(
         self, channel: str, island: str, tick: int, time: datetime | str, data: dict[str, Any]
@@ -141,7 +155,10 @@ class Row:
 
     def _message(self, kind: str) -> dict[str, Any]:
         return {
-            "type": kind, "channel": self.channel, "tick": self.tick, "time": self.time,
+            "type": kind,
+            "channel": self.channel,
+            "tick": self.tick,
+            "time": self.time,
             "data": self.data,
         }
 
@@ -173,8 +190,9 @@ class Row:
         cached = self._trimmed.get(trim)
         if cached is None:
             field, count = trim
-            cached = Prepared(_encoder.encode(
-                self._rest({**self.data, field: self.data[field][:count]})))
+            cached = Prepared(
+                _encoder.encode(self._rest({**self.data, field: self.data[field][:count]}))
+            )
             # Bounded: one entry per distinct (param value) asked for during this tick.
             if len(self._trimmed) < 256:
                 self._trimmed[trim] = cached

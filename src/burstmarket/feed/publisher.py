@@ -76,8 +76,11 @@ class BusPublisher:
                 await self._send(batch)
             except RedisError as exc:
                 if not self._away:
-                    log.warning("bus: Redis does not answer (%s); ticks go on and are "
-                                "republished from the store when it is back", exc)
+                    log.warning(
+                        "bus: Redis does not answer (%s); ticks go on and are "
+                        "republished from the store when it is back",
+                        exc,
+                    )
                 self._away = True
                 self._synced = False
                 self._tops.clear()
@@ -108,8 +111,10 @@ class BusPublisher:
             keep = self._keep[spec.name]
             if row.tick > top + 1:  # the bus missed ticks: the store's first
                 start = max(top + 1, row.tick - keep + 1)
-                out += [(missed, keep) for missed in
-                        await self._read(spec, row.island, start, row.tick - 1)]
+                out += [
+                    (missed, keep)
+                    for missed in await self._read(spec, row.island, start, row.tick - 1)
+                ]
             out.append((row, keep))
             self._tops[row.channel] = row.tick
         await self._bus.append(out)

@@ -16,8 +16,13 @@ class FeedReader(Reader):
         params = {"island": island, "from_tick": from_tick, "to_tick": to_tick}
         channel = spec.channel_for(island)
         return [
-            Row(channel, island, tick, time,
-                dict(zip(spec.fields, display(list(values)), strict=True)))
+            Row(
+                channel,
+                island,
+                tick,
+                time,
+                dict(zip(spec.fields, display(list(values)), strict=True)),
+            )
             for tick, time, *values in self.query(spec.sql, params)
         ]
 

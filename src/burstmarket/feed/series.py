@@ -88,12 +88,18 @@ class SeriesQuery:
 def candles(store: Reader, history: Path, query: SeriesQuery, tick_seconds: float) -> pa.Table:
     """The candles as an Arrow table (blocking: run it in a worker thread). `tick_seconds`, the
     configured interval, counts the ticks of history parts written before ticks recorded theirs."""
-    files = [str(part.path) for part in
-             parts_between(history, "ticks", query.island, query.start, query.end)]
+    files = [
+        str(part.path)
+        for part in parts_between(history, "ticks", query.island, query.start, query.end)
+    ]
     source = f"({_HISTORY})" if files else _EMPTY_HISTORY
     params: dict[str, Any] = {
-        "island": query.island, "start": query.start, "end": query.end, "width": query.width,
-        "limit": query.limit, "tick_seconds": tick_seconds,
+        "island": query.island,
+        "start": query.start,
+        "end": query.end,
+        "width": query.width,
+        "limit": query.limit,
+        "tick_seconds": tick_seconds,
         # naive UTC, as the SQL buckets are
         "open_bucket": query.open_bucket.astimezone(UTC).replace(tzinfo=None),
     }

@@ -87,8 +87,9 @@ class FeedService:
         self._floors: dict[tuple[str, str], tuple[int, int]] = {}
         """(feed, island) -> (latest tick, oldest tick a replay may start from at that tick)."""
         self._heartbeats: asyncio.Task[None] | None = None
-        self._asyncapi = document(self.specs, options.ws_path, backlog=options.backlog,
-                                  ping_seconds=options.ping_seconds)
+        self._asyncapi = document(
+            self.specs, options.ws_path, backlog=options.backlog, ping_seconds=options.ping_seconds
+        )
         self.route_handlers: list[BaseRouteHandler] = [
             *(self._latest_handler(spec) for spec in self.specs),
             self._asyncapi_handler(),
@@ -129,10 +130,13 @@ class FeedService:
             for subscriber in list(self._hub.connections):
                 idle = subscriber.idle_since
                 if idle is not None and now - idle >= quiet:
-                    beat = beat or message_frame({
-                        "type": "heartbeat", "time": rfc3339(datetime.now(UTC)),
-                        "ticks": {island: tick for island, (tick, _) in self.islands.items()},
-                    })
+                    beat = beat or message_frame(
+                        {
+                            "type": "heartbeat",
+                            "time": rfc3339(datetime.now(UTC)),
+                            "ticks": {island: tick for island, (tick, _) in self.islands.items()},
+                        }
+                    )
                     subscriber.offer(beat)
 
     # -- reading -------------------------------------------------------------------------------
@@ -164,8 +168,9 @@ class FeedService:
                 self.island(island)
                 return spec, island
         names = ", ".join(spec.channel for spec in self.specs)
-        raise Invalid("channels", f"unknown channel {channel!r}; channels are {names}",
-                      channel=channel)
+        raise Invalid(
+            "channels", f"unknown channel {channel!r}; channels are {names}", channel=channel
+        )
 
     # -- websocket -----------------------------------------------------------------------------
 
@@ -173,8 +178,10 @@ class FeedService:
         wire = wire_of(socket.scope)
         if wire is None:
             # Frames go straight to the transport (feed/wire.py): only that server can serve.
-            log.error("feed: the server does not expose the websocket transport; run it with "
-                      "burstmarket.feed.wire.FeedWebSocketProtocol")
+            log.error(
+                "feed: the server does not expose the websocket transport; run it with "
+                "burstmarket.feed.wire.FeedWebSocketProtocol"
+            )
             await socket.close(1011, "server misconfigured")
             return
         await socket.accept()
@@ -265,7 +272,9 @@ class FeedService:
                 "from_tick",
                 f"must be between {floor} (replay window of {spec.replay_seconds} s) and "
                 f"{newest + 1}; resubscribe without from_tick for a fresh snapshot",
-                island=island, earliest_tick=floor, next_tick=newest + 1,
+                island=island,
+                earliest_tick=floor,
+                next_tick=newest + 1,
             )
 
     # -- route handlers ------------------------------------------------------------------------
@@ -282,14 +291,24 @@ class FeedService:
             return (await self.latest(spec, island)).response(cut)
 
         if trim is not None:  # the parameter's name is the catalog's (feeds/<name>.toml)
-            trimmed.__annotations__["count"] = Annotated[int | None, QueryParameter(
-                name=trim.param, ge=0, schema_extra={"minimum": 0},  # ge: checked, not listed
-                description=f"keep the first n of `{trim.field}`")]
-        return get(spec.path, name=f"market-{spec.name}", summary=f"Latest {spec.name}",
-                   description=spec.description, responses=refusals(Invalid, NotFound),
-                   tags=[MARKET_DATA],
-                   operation_class=documented(answer=_answer(spec)),
-                   )(handler if trim is None else trimmed)
+            trimmed.__annotations__["count"] = Annotated[
+                int | None,
+                QueryParameter(
+                    name=trim.param,
+                    ge=0,
+                    schema_extra={"minimum": 0},  # ge: checked, not listed
+                    description=f"keep the first n of `{trim.field}`",
+                ),
+            ]
+        return get(
+            spec.path,
+            name=f"market-{spec.name}",
+            summary=f"Latest {spec.name}",
+            description=spec.description,
+            responses=refusals(Invalid, NotFound),
+            tags=[MARKET_DATA],
+            operation_class=documented(answer=_answer(spec)),
+        )(handler if trim is None else trimmed)
 
     def _asyncapi_handler(self) -> BaseRouteHandler:
         document = self._asyncapi
@@ -300,8 +319,12 @@ class FeedService:
             body = msgspec.json.encode({**document, "servers": servers(host, secure)})
             return Response(body, media_type=_JSON)
 
-        return get(self.options.asyncapi_path, name="asyncapi", summary="AsyncAPI document",
-                   include_in_schema=False)(handler)
+        return get(
+            self.options.asyncapi_path,
+            name="asyncapi",
+            summary="AsyncAPI document",
+            include_in_schema=False,
+        )(handler)
 
     def _socket_handler(self) -> BaseRouteHandler:
         async def handler(socket: WebSocket[Any, Any, Any]) -> None:

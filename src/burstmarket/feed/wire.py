@@ -38,9 +38,7 @@ def text_frame(payload: bytes) -> bytes:
 
 
 def close_frame(code: int, reason: str) -> bytes:
-    return Frame(Opcode.CLOSE, Close(code, reason).serialize()).serialize(
-        mask=False, extensions=[]
-    )
+    return Frame(Opcode.CLOSE, Close(code, reason).serialize()).serialize(mask=False, extensions=[])
 
 
 @dataclass(slots=True)

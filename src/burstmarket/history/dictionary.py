@@ -59,20 +59,33 @@ HISTORY = (
         (
             TICK,
             TIME,
-            HistoryColumn("vwap", USD_PER_GPU_HOUR, "USD per GPU-hour: the mean of the rates the "
-                   "clusters holding market nodes pay, weighted by their GPUs; NULL when none "
-                   "holds any.", nullable=True),
-            HistoryColumn("min", USD_PER_GPU_HOUR, "USD per GPU-hour: the lowest cluster rate.",
-                   nullable=True),
-            HistoryColumn("max", USD_PER_GPU_HOUR, "USD per GPU-hour: the highest cluster rate.",
-                   nullable=True),
+            HistoryColumn(
+                "vwap",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour: the mean of the rates the "
+                "clusters holding market nodes pay, weighted by their GPUs; NULL when none "
+                "holds any.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "min", USD_PER_GPU_HOUR, "USD per GPU-hour: the lowest cluster rate.", nullable=True
+            ),
+            HistoryColumn(
+                "max",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour: the highest cluster rate.",
+                nullable=True,
+            ),
             HistoryColumn("gpus", "INTEGER", "GPUs held in the market this tick."),
             HistoryColumn("clusters", "INTEGER", "Clusters holding market nodes this tick."),
             HistoryColumn(
                 "pending_gpus", "INTEGER", "GPUs declared or asked for by jobs, not granted."
             ),
-            HistoryColumn("reserve_price", USD_PER_GPU_HOUR,
-                          "USD per GPU-hour: the island's reserve price in force at the tick."),
+            HistoryColumn(
+                "reserve_price",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour: the island's reserve price in force at the tick.",
+            ),
             TICK_SECONDS,
         ),
     ),
@@ -85,9 +98,12 @@ HISTORY = (
             HistoryColumn("cluster", "VARCHAR", "The cluster's id."),
             HistoryColumn("gpus", "INTEGER", "GPUs the cluster holds in the market this tick."),
             HistoryColumn("rate", USD_PER_GPU_HOUR, "USD per GPU-hour the cluster pays this tick."),
-            HistoryColumn("amount_usd", "DECIMAL(18,6)",
-                          "USD billed for the tick's interval: rate × gpus × tick_seconds / 3600, "
-                          "exact in the ledger, rounded here to 6 decimals."),
+            HistoryColumn(
+                "amount_usd",
+                "DECIMAL(18,6)",
+                "USD billed for the tick's interval: rate × gpus × tick_seconds / 3600, "
+                "exact in the ledger, rounded here to 6 decimals.",
+            ),
             TICK_SECONDS,
         ),
     ),
@@ -99,8 +115,12 @@ HISTORY = (
             TIME,
             HistoryColumn("cluster", "VARCHAR", "The cluster holding the node."),
             HistoryColumn("node", "VARCHAR", "The node's id (`<island>-n<index>`)."),
-            HistoryColumn("kind", "VARCHAR", "`market` (won or kept in the auction), `protected` "
-                   "(held under its protection window) or `base_load` (a base load block's)."),
+            HistoryColumn(
+                "kind",
+                "VARCHAR",
+                "`market` (won or kept in the auction), `protected` "
+                "(held under its protection window) or `base_load` (a base load block's).",
+            ),
             TICK_SECONDS,
         ),
     ),
@@ -112,13 +132,21 @@ HISTORY = (
             TIME,
             HistoryColumn("nodes", "INTEGER", "Whole nodes a new demand asks for."),
             HistoryColumn("gpus", "INTEGER", "The same in GPUs."),
-            HistoryColumn("price", USD_PER_GPU_HOUR,
-                          "USD per GPU-hour it takes to win them: now, or for a rung not "
-                          "contestable now, at contestable_at against the demand standing at "
-                          "the tick."),
-            HistoryColumn("contestable_at", "TIMESTAMP WITH TIME ZONE", "NULL: contestable in the "
-                   "tick's auction. Otherwise the earliest time enough protection windows end "
-                   "for the rung to be contested.", nullable=True),
+            HistoryColumn(
+                "price",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour it takes to win them: now, or for a rung not "
+                "contestable now, at contestable_at against the demand standing at "
+                "the tick.",
+            ),
+            HistoryColumn(
+                "contestable_at",
+                "TIMESTAMP WITH TIME ZONE",
+                "NULL: contestable in the "
+                "tick's auction. Otherwise the earliest time enough protection windows end "
+                "for the rung to be contested.",
+                nullable=True,
+            ),
             TICK_SECONDS,
         ),
     ),
@@ -130,14 +158,18 @@ def as_json() -> dict[str, Any]:
     """The dictionary as served at `/schema/history.json`."""
 
     def columns(found: tuple[HistoryColumn, ...]) -> list[dict[str, Any]]:
-        return [{"name": c.name, "type": c.type, "nullable": c.nullable,
-                 "description": c.description} for c in found]
+        return [
+            {"name": c.name, "type": c.type, "nullable": c.nullable, "description": c.description}
+            for c in found
+        ]
 
     return {
         "layout": "history/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet",
         "partitions": columns(PARTITIONS),
-        "tables": [{"name": t.name, "description": t.description, "columns": columns(t.columns)}
-                   for t in HISTORY],
+        "tables": [
+            {"name": t.name, "description": t.description, "columns": columns(t.columns)}
+            for t in HISTORY
+        ],
     }
 
 

@@ -148,9 +148,7 @@ class BaseLoadDesk:
         with self._writing() as (cur, entries):
             b = self._block(cur, block_id)
             if b.state != LIVE:
-                raise Conflict(
-                    f"block {b.id} is {b.state}: only a live block changes", block=b.id
-                )
+                raise Conflict(f"block {b.id} is {b.state}: only a live block changes", block=b.id)
             c = read_cluster(cur, b.cluster)
             island = read_island(cur, b.island)
             now = self._clock.now_ns()
@@ -185,9 +183,7 @@ class BaseLoadDesk:
         g = island.gpus_per_node
         entries += _bill_steps(c, island, old, now, now)  # every step started before now
         if old.billed_until > now:  # the part of its last step after now is given back
-            entries.append(
-                _base_load(now, c, island, old, now, old.billed_until, -old.nodes * g)
-            )
+            entries.append(_base_load(now, c, island, old, now, old.billed_until, -old.nodes * g))
             old.billed_until = now
         old.state, old.ended_at = CHANGED, now
         BLOCKS.update(cur, [old], BLOCK_PROGRESS)
@@ -273,8 +269,9 @@ class BaseLoadDesk:
         cells = []
         for offer in read_offers(cur, island.id):
             state = cell_state(offer, offer.size_gpus, island, live)
-            whole = None if offer.rate is None else price(offer.rate, offer.size_gpus,
-                                                           offer.term_hours)
+            whole = (
+                None if offer.rate is None else price(offer.rate, offer.size_gpus, offer.term_hours)
+            )
             deposit = None if whole is None or balance is None else deposit_for(whole, balance)
             cells.append(
                 OfferCell(

@@ -151,9 +151,7 @@ class Operator:
             )
         self._figures.add_token(name, token)
         # the token is shown here, once; only its hash is stored
-        return ClusterCreatedView(
-            id=name, token=token, account=account, island=island, kind=kind
-        )
+        return ClusterCreatedView(id=name, token=token, account=account, island=island, kind=kind)
 
     # --- islands --------------------------------------------------------------------------
 

@@ -18,7 +18,9 @@ from burstmarket.store.rows import Cursor, fetch
 
 Granularity = Literal["5m", "1h", "1d"]
 GRANULARITIES: dict[Granularity, int] = {
-    "5m": 300_000_000_000, "1h": 3_600_000_000_000, "1d": 86_400_000_000_000,
+    "5m": 300_000_000_000,
+    "1h": 3_600_000_000_000,
+    "1d": 86_400_000_000_000,
 }
 assert tuple(GRANULARITIES) == get_args(Granularity)
 

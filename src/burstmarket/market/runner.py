@@ -102,8 +102,9 @@ class TickRunner:
         finally:
             self._lock.end_tick()  # a failed tick commits nothing and lets waiters go
         done = perf_counter()
-        return _committed(inp, out, {"read": read - started, "clear": cleared - read,
-                                     "commit": done - cleared})
+        return _committed(
+            inp, out, {"read": read - started, "clear": cleared - read, "commit": done - cleared}
+        )
 
     def _tick_input(
         self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None

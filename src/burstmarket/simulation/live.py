@@ -74,8 +74,10 @@ def announce(base_url: str, world: World) -> None:
     """Where the console is and whom to sign in as: on standard output, for the person who
     ran `make run` (never into the service's log). The tokens stay in the simulation's own
     file, readable by its owner only."""
-    lines = [f"burstmarket: console {base_url}/console — sign in as a simulated tenant "
-             f"(tokens kept in {world.state_path}, mode 0600):"]
+    lines = [
+        f"burstmarket: console {base_url}/console — sign in as a simulated tenant "
+        f"(tokens kept in {world.state_path}, mode 0600):"
+    ]
     for spec, token in world.console_tenants():
         kind = "VM" if spec.kind == "vm" else "Kubernetes"
         lines.append(f"  {kind} cluster {spec.name} (island {spec.island}): {token}")

@@ -265,8 +265,10 @@ class BaseLoadTenant(K8sTenant):
     async def start(self, now: datetime) -> None:
         await super().start(now)
         self.gpus_per_node = (await self.client.base_load_offers()).gpus_per_node
-        self.rate = self.spec.typical_nodes * self.gpus_per_node / (
-            mean_small_job_gpus() * mean_job_hours()
+        self.rate = (
+            self.spec.typical_nodes
+            * self.gpus_per_node
+            / (mean_small_job_gpus() * mean_job_hours())
         )
         live = (await self.client.base_load()).live
         self.buy_at = None if live is None else live.ends_at

@@ -40,7 +40,17 @@ class Books:
         """A billed row: `gpus` GPUs at `rate` over [start, end)."""
         t, island, tick = self.t, self.island, self.tick
         row = period_entry(
-            kind, t, c.account, c.id, island, start, end, gpus, rate, tick=tick, node=node,
+            kind,
+            t,
+            c.account,
+            c.id,
+            island,
+            start,
+            end,
+            gpus,
+            rate,
+            tick=tick,
+            node=node,
             block=block,
         )
         self.ledger.append(row)
