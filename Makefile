@@ -21,6 +21,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
 test: $(STAMP) lint chromium redis

@@ -274,7 +274,8 @@ class RawClient:
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall(
             "GET /ws/market HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
         self.buffer = b""
         while b"\r\n\r\n" not in self.buffer:

@@ -149,8 +149,8 @@ def document(
                     "from_tick": {
                         **_TICK,
                         "description": (
-                            "replay the ticks from_tick … latest as updates, then live, with no snapshot; "
-                            "at most one hour back and at most the next tick"
+                            "replay the ticks from_tick … latest as updates, then live, "
+                            "with no snapshot; at most one hour back and at most the next tick"
                         ),
                     },
                     "id": _ID,
