@@ -490,15 +490,15 @@ class Tenant:
 
     def jobs(self, cluster_id: str) -> list[JobView]:
         def read(cur: Cursor) -> list[JobView]:
-            c, _ = self._own(cur, cluster_id, "k8s")
-            return self._job_views(cur, c, self._jobs(cur, c.id))
+            c, island = self._own(cur, cluster_id, "k8s")
+            return self._job_views(cur, c, island, self._jobs(cur, c.id))
 
         return self._read(read)
 
     def job(self, cluster_id: str, name: str) -> JobView:
         def read(cur: Cursor) -> JobView:
-            c, _ = self._own(cur, cluster_id, "k8s")
-            return self._job_views(cur, c, [self._job(cur, c, name)])[0]
+            c, island = self._own(cur, cluster_id, "k8s")
+            return self._job_views(cur, c, island, [self._job(cur, c, name)], only=name)[0]
 
         return self._read(read)
 
@@ -508,10 +508,13 @@ class Tenant:
             raise NotFound(f"no job {name!r} in this cluster", cluster=c.id, job=name)
         return JOBS.from_row(row)
 
-    def _job_views(self, cur: Cursor, c: Cluster, jobs: list[Job]) -> list[JobView]:
-        island = read_island(cur, c.island)
+    def _job_views(
+        self, cur: Cursor, c: Cluster, island: Island, jobs: list[Job], only: str | None = None
+    ) -> list[JobView]:
+        """The views of `jobs`: all the cluster's, or the one named `only` (whose events alone
+        are read: a cluster's history of events grows with every job it ever ran)."""
         events: dict[str, list[JobEventView]] = {}
-        for e in fetch(cur, "job_events", cluster=c.id):
+        for e in fetch(cur, "job_events", cluster=c.id, job=only):
             events.setdefault(e["job"], []).append(
                 JobEventView(type=e["type"], at=to_datetime(e["ts"]), detail=e["detail"])
             )
