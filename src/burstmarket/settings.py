@@ -98,6 +98,10 @@ class Settings:
     lease.py); None: every island of its store."""
     lease_seconds: float = 10.0
     """`--lease-seconds`: how long an island's lease outlives its owner's last renewal."""
+    history_live: bool = True
+    """Write each closed window to the Parquet history as the ticks go. `simulate` turns it off
+    and writes its history once, at its end: a part per island, table and day, the layout the
+    live export reaches once it has compacted the closed days."""
 
     @property
     def database_path(self) -> Path:

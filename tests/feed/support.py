@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 import uvicorn
 from litestar import Litestar
 
@@ -50,6 +49,7 @@ class Settings:
     data_dir: Path
     tick_seconds: float = TICK.total_seconds()
     bus: str | None = None
+    history_live: bool = True
 
 
 class MarketDB(Database):
@@ -112,25 +112,18 @@ class MarketDB(Database):
                 "INSERT INTO cluster_rates VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [island, tick, when, name, held, rates[name], amount],
             )
-            for node in range(held // gpus_per_node):
-                cur.execute(
-                    "INSERT INTO allocations VALUES (?, ?, ?, ?, ?, ?)",
-                    [island, tick, when, name, f"{name}-n{node}", "market"],
-                )
-        cur.register(
-            "rungs_table",
-            pa.table(
-                {
-                    "nodes": pa.array(range(1, len(prices) + 1), pa.int32()),
-                    "price": pa.array(prices, pa.decimal128(18, 6)),
-                }
-            ),
-        )
-        cur.execute(
-            "INSERT INTO ladder SELECT ?, ?, ?, nodes, nodes * ?, price, NULL FROM rungs_table",
-            [island, tick, when, gpus_per_node],
-        )
-        cur.unregister("rungs_table")
+            # one statement per table and cluster: the tests write thousands of ticks
+            cur.execute(
+                "INSERT INTO allocations SELECT ?, ?, ?, ?, concat(?, '-n', i), 'market' "
+                "FROM range(?) AS r(i)",
+                [island, tick, when, name, name, held // gpus_per_node],
+            )
+        if prices:
+            cur.execute(
+                "INSERT INTO ladder SELECT ?, ?, ?, n, n * ?, price, NULL "
+                "FROM (SELECT unnest(range(1, ? + 1)) AS n, unnest(?::DECIMAL(18, 6)[]) AS price)",
+                [island, tick, when, gpus_per_node, len(prices), prices],
+            )
         cur.execute("COMMIT")
         cur.close()
         stats = {

@@ -46,6 +46,8 @@ class FeedSettings(Protocol):
     def tick_seconds(self) -> float: ...
     @property
     def bus(self) -> str | None: ...
+    @property
+    def history_live(self) -> bool: ...
 
 
 class StoreSource:
@@ -98,10 +100,9 @@ class Feed:
         for island, tick, time in await asyncio.to_thread(query, "feed_islands", {}):
             self.service.note(island, tick, time)
         self.service.start()
-        self._tasks = [
-            asyncio.create_task(self._sql_feeds(), name="feed-sql"),
-            asyncio.create_task(self._export_history(), name="feed-history"),
-        ]
+        self._tasks = [asyncio.create_task(self._sql_feeds(), name="feed-sql")]
+        if self._settings.history_live:
+            self._tasks.append(asyncio.create_task(self._export_history(), name="feed-history"))
         if self._publisher is not None:
             self._tasks.append(asyncio.create_task(self._publisher.run(), name="feed-bus"))
 

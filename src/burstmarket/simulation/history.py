@@ -3,8 +3,9 @@
 The service's own app runs in this process on the manual clock, with its real engine, store
 and feed; the simulated tenants reach it through `httpx.ASGITransport` (the same client and
 the same HTTP handlers as over a socket, without the socket) and tick it back to back, never
-sleeping. At the end the feed's history exporter writes every closed window to Parquet, so
-`<out>/history/<table>/**/*.parquet` is what the service itself would have written.
+sleeping. At the end the service's history exporter writes the whole run to Parquet at once,
+not window by window as the ticks go, so `<out>/history/<table>/**/*.parquet` is what the
+service itself would have written once it had compacted the closed days.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ async def simulate(
         # one interval on, then runs), so its last tick bills up to midnight: whole days, from
         # midnight to midnight, at 30-minute ticks 48 per island each. A used one carries on.
         clock_start=midnight - timedelta(days=options.days) - interval,
+        history_live=False,  # written once, at the end (`export_history`)
     )
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
@@ -83,8 +85,8 @@ async def simulate(
 
 
 def export_history(settings: Settings, through: datetime) -> None:
-    """Write every window the running feed has not written yet, up to `through` (the app is
-    closed, so no tick is still to come)."""
+    """Write every window not in the history yet, up to `through` (the app is closed, so no
+    tick is still to come): the whole run, or what a continued data dir adds."""
     db = Database(settings.database_path)
     try:
         HistoryExporter(db, settings.data_dir / "history").run(through)
