@@ -27,7 +27,8 @@ lint: $(STAMP)
 test: $(STAMP) lint chromium redis
 	$(BIN)/pytest
 
-# The fast loop: every test that starts no server (tests/conftest.py marks the others e2e).
+# The fast loop: every test that starts no server (tests/conftest.py marks the others e2e), on
+# every core, property tests at a quarter of their examples (tests/conftest.py).
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not e2e"
 

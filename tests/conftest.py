@@ -28,10 +28,44 @@ from typing import Any, NoReturn
 import httpx
 import pytest
 import uvicorn
+from click.testing import CliRunner
+from hypothesis import settings
 
 OPERATOR_TOKEN = "test-operator-token"
 STARTUP_SECONDS = 30
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"  # the installed command line
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a command did, as `subprocess.CompletedProcess` says it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_in_process(*args: str, stdin: str = "", env: dict[str, str | None] | None = None) -> Ran:
+    """`burstmarket <args>` run by the command line's own `main()` in this process, with argv,
+    stdin, stdout, stderr and `env` changes of its own (click's test isolation): the whole path
+    of a command, its refusals and exit codes included, without a fresh interpreter's imports
+    (about 0.7 s a run). Tests of the installed command itself run `BURSTMARKET`."""
+    from burstmarket.cli import main
+
+    with (
+        CliRunner().isolation(input=stdin, env=env) as (out, err, _),
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setattr(sys, "argv", ["burstmarket", *args])
+        try:
+            main()
+        except SystemExit as exit_:
+            code = exit_.code
+        else:
+            code = 0
+        return Ran(
+            code if isinstance(code, int) else 1, out.getvalue().decode(), err.getvalue().decode()
+        )
 
 
 LOG_LINE = re.compile(r"(?P<time>\S+Z) (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<message>.*)")
@@ -199,6 +233,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.relative_to(TESTS).parts[0]
         if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+
+
+def fast_loop(config: pytest.Config) -> bool:
+    """Whether this run is the fast loop (`-m "not e2e"`: no test that starts a server)."""
+    return "not e2e" in (config.option.markexpr or "")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """How many workers `-n auto` (pyproject's addopts) starts: for the fast loop, xdist's own
+    count (every core); for any run that may start servers, none, so it runs in this process:
+    those tests measure a server's pace and CPU against the machine's calm."""
+    return None if fast_loop(config) else 0
+
+
+# --- property tests: all their examples in a full run, a quarter in the fast loop ---------
+
+settings.register_profile("fast-loop", max_examples=25)
+"""A quarter of Hypothesis's default 100 examples. The fast loop loads it unless a run names a
+profile (`--hypothesis-profile`); a full run (`make test`, CI) keeps the default."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if fast_loop(config) and config.getoption("--hypothesis-profile") is None:
+        settings.load_profile("fast-loop")
+
+
+def examples(full: int) -> int:
+    """How many examples a property test written for `full` draws under the profile loaded:
+    all of them by default, a quarter (five at least) under `fast-loop`."""
+    return max(5, full * settings.default.max_examples // 100)
 
 
 class StartsAServer(Exception):

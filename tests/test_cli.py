@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, RedisServer, free_port
+from tests.conftest import (
+    BURSTMARKET,
+    OPERATOR_TOKEN,
+    Ran,
+    RedisServer,
+    free_port,
+    run_in_process,
+)
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -25,7 +32,7 @@ def burstmarket(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
+def one_line(done: subprocess.CompletedProcess[str] | Ran) -> str:
     """The only line the command wrote, wherever it wrote it."""
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert len(lines) == 1, lines
@@ -133,20 +140,20 @@ def test_export_refuses_an_island_or_a_range_it_has_no_history_of(tmp_path: Path
     data = tmp_path / "data"
     (data / "history" / "ticks" / "island=ref").mkdir(parents=True)
     common = ["export", "--data-dir", str(data), "--out", str(tmp_path / "out")]
-    unknown = burstmarket(
+    unknown = run_in_process(
         *common, "--start", "2025-01-01", "--end", "2025-01-02", "--island", "nope"
     )
     assert unknown.returncode == 1
     assert one_line(unknown) == (
         f"burstmarket export: no history of island nope in {data / 'history'} (it holds ref)"
     )
-    empty = burstmarket(*common, "--start", "2025-01-01", "--end", "2025-01-02")
+    empty = run_in_process(*common, "--start", "2025-01-01", "--end", "2025-01-02")
     assert empty.returncode == 1
     assert one_line(empty) == (
         f"burstmarket export: nothing to export: {data / 'history'} "
         "holds no history from 2025-01-01 to 2025-01-02"
     )
-    backwards = burstmarket(*common, "--start", "2025-01-02", "--end", "2025-01-01")
+    backwards = run_in_process(*common, "--start", "2025-01-02", "--end", "2025-01-01")
     assert backwards.returncode == 2
     assert one_line(backwards).startswith("burstmarket export: Invalid value for --end: ")
     assert not (tmp_path / "out").exists()
@@ -155,7 +162,7 @@ def test_export_refuses_an_island_or_a_range_it_has_no_history_of(tmp_path: Path
 def test_simulate_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
     out = tmp_path / "taken"
     out.write_text("")
-    done = burstmarket("simulate", "--days", "0.01", "--out", str(out))
+    done = run_in_process("simulate", "--days", "0.01", "--out", str(out))
     assert done.returncode == 1
     assert one_line(done) == f"burstmarket simulate: --out {out} is a file, not a directory"
 

@@ -1,4 +1,7 @@
-"""`burstmarket clear` as an outside checker runs it: JSON in, JSON out, exit 2 on bad input."""
+"""`burstmarket clear` as an outside checker runs it: JSON in, JSON out, exit 2 on bad input.
+
+The answer is read from the installed command in a process of its own; the refusals from the
+same `main()` run in this process (tests/conftest.py `run_in_process`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.conftest import Ran, run_in_process
 
 ISSUE_CASE = {
     "nodes": 2,
@@ -20,7 +25,11 @@ ISSUE_CASE = {
 }
 
 
-def run_clear(stdin: str) -> subprocess.CompletedProcess[str]:
+def run_clear(stdin: str) -> Ran:
+    return run_in_process("clear", stdin=stdin)
+
+
+def run_installed_clear(stdin: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "burstmarket", "clear"],
         input=stdin,
@@ -32,7 +41,7 @@ def run_clear(stdin: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_clear_answers_in_the_api_shapes() -> None:
-    done = run_clear(json.dumps(ISSUE_CASE))
+    done = run_installed_clear(json.dumps(ISSUE_CASE))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["winners"] == ["a", "b"]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from burstmarket.auction import IslandInput, LaterRung, Release, Unit, clear, later_rungs
 from burstmarket.money import PRICE_STEP
 from tests.auction.test_properties import CLUSTERS, islands
+from tests.conftest import examples
 
 USD = 1_000_000
 
@@ -40,7 +41,7 @@ def releases(draw: st.DrawFn, island: IslandInput) -> list[Release]:
     return found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.data())
 def test_a_later_rung_is_the_exact_ladder_once_its_release_comes_or_one_step_above(
     data: st.DataObject,

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from burstmarket.auction import Clearing, IslandInput, Protected, Rung, Unit, clear
 from burstmarket.money import PRICE_STEP, round_div
 from tests.auction.oracle import Expected, expected, ladder
+from tests.conftest import examples
 
 CLUSTERS = ("c0", "c1", "c2", "c3", "c4")
-SMALL = settings(max_examples=200, deadline=None)
+SMALL = settings(max_examples=examples(200), deadline=None)
 
 
 def price_palette(draw: st.DrawFn, reserve: int) -> st.SearchStrategy[int]:
@@ -149,7 +150,7 @@ def test_winners_are_the_brute_force_optimum_with_the_age_tie_break(island: Isla
     assert sum(u.nodes for u in won.values()) <= island.nodes
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(islands())
 def test_vcg_core_and_protected_payments_match_the_oracle(island: IslandInput) -> None:
     result = clear(island)
@@ -209,7 +210,7 @@ def check_stats(result: Clearing) -> None:
     assert stats.vwap == round_div(sum(c.payment for c in held), stats.gpus)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(islands())
 def test_every_ladder_rung_is_the_lowest_grid_price_a_newcomer_wins_at(
     island: IslandInput,
@@ -220,7 +221,7 @@ def test_every_ladder_rung_is_the_lowest_grid_price_a_newcomer_wins_at(
     assert list(clear(island).ladder) == want
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(islands())
 def test_the_same_input_clears_the_same_way_twice(island: IslandInput) -> None:
     assert clear(island) == clear(copy.deepcopy(island))

@@ -26,6 +26,7 @@ from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
 from burstmarket.settings import Settings
 from burstmarket.store import Database
+from tests.conftest import examples
 
 USD = 1_000_000
 UNITS = 3_600_000  # ledger units per µUSD
@@ -86,7 +87,7 @@ actions = st.lists(
 
 
 @settings(
-    max_examples=20,
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -19,6 +19,7 @@ from burstmarket.market.model import (
     Node,
 )
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
+from tests.conftest import examples
 from tests.market.test_tick import vm
 
 G = 8
@@ -140,7 +141,7 @@ def test_an_owed_replacement_lapses_with_the_window() -> None:
     assert lost.cluster == "k"  # it stays with the cluster, cordoned, until uncordoned
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     size=st.integers(2, 6),
     block_nodes=st.integers(1, 3),

@@ -17,6 +17,7 @@ from burstmarket.market.model import Cluster, Island, Tranche
 from burstmarket.market.report import GRANULARITIES, billing_rows
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.store import Database
+from tests.conftest import examples
 from tests.market.test_tick import G, nodes
 
 USD = 1_000_000
@@ -46,7 +47,7 @@ def equal_bids(draw: st.DrawFn) -> tuple[int, list[tuple[int, Cluster]]]:
     return size, clusters
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(case=equal_bids(), ticks=st.integers(4, 12))
 def test_no_node_changes_hands_between_equal_bids(
     case: tuple[int, list[tuple[int, Cluster]]], ticks: int
@@ -104,7 +105,7 @@ def _shown(value: float) -> Decimal:
     return Decimal(repr(value))  # the figure as the JSON shows it
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     rows=ledger_rows,
     granularity=st.sampled_from(sorted(GRANULARITIES)),

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from burstmarket.clock import NS_PER_HOUR, NS_PER_MS, NS_PER_S
 from burstmarket.market.model import Cluster, Island, Node, Tranche
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
+from tests.conftest import examples
 
 G = 8
 USD = 1_000_000
@@ -62,7 +63,7 @@ def test_a_held_node_whose_unit_wins_stays_where_it_is() -> None:
     assert {(c, n) for c, n, _ in out.allocations} == {("a", "i-n0"), ("b", "i-n1")}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     size=st.integers(1, 5),
     bids=st.lists(st.tuples(st.integers(0, 4), st.integers(1, 60)), min_size=1, max_size=5),

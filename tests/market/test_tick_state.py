@@ -23,6 +23,7 @@ from burstmarket.market.model import (
 )
 from burstmarket.market.tick.state import TickState
 from burstmarket.market.tick.types import TickInput
+from tests.conftest import examples
 
 G = 8
 USD = 1_000_000
@@ -198,7 +199,7 @@ def assert_indices_match_a_rescan(s: TickState, entered: dict[str, int]) -> None
     assert s.owed() == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(s=islands(), data=st.data())
 def test_after_any_transitions_the_indices_equal_a_full_rescan(
     s: TickState, data: st.DataObject
