@@ -1,12 +1,16 @@
 """The tenant console (/console) in a real headless Chromium (Debian's, driven by Playwright)
 against one real manual-clock server for the module: a VM tenant and Kubernetes tenants sign in
 with their cluster tokens and do everything through the page, which shows the API's answers
-and refusals in words. Each test works on islands, accounts and clusters of its own and leaves
-screenshots in its output folder."""
+and refusals in words (demand the tick holds back among them); one reaches the server through
+a forwarder the test cuts, so the page's feed drops and comes back. Each test works on islands,
+accounts and clusters of its own and leaves screenshots in its output folder."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +21,13 @@ from playwright.sync_api import Browser, Page
 from tests.conftest import Server
 from tests.e2e.support import (
     buy,
+    declare,
     make_account,
     make_cluster,
     ok,
     post_offers,
+    set_bid,
+    submit_job,
     tick,
 )
 
@@ -65,8 +72,9 @@ def token_of(auth: dict[str, str]) -> str:
     return auth["Authorization"].removeprefix("Bearer ")
 
 
-def sign_in(page: Page, server: Server, auth: dict[str, str]) -> None:
-    page.goto(server.url + "/console")
+def sign_in(page: Page, server: Server, auth: dict[str, str], through: str = "") -> None:
+    """Signed in to the console of `server` (or of the address `through` that leads to it)."""
+    page.goto((through or server.url) + "/console")
     page.fill("#token", token_of(auth))
     page.click("#sign-in button[type=submit]")
     page.locator("#console").wait_for(state="visible", timeout=WAIT_MS)
@@ -526,3 +534,259 @@ def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_bloc
     page.locator("#sign-in").wait_for(state="visible", timeout=WAIT_MS)
     assert "con-closed" not in page.content()
     assert page.evaluate("() => sessionStorage.length") == 0
+
+
+SPEND_LIMIT_WORDS = (
+    "Held back by the spend limit: what is left in this 24 h window does not cover the worst "
+    "case of what waits, at the price bid"
+)
+BILLING_HOLD_WORDS = (
+    "a billing hold: the account's balance is at or below zero, so no market capacity is held "
+    "or granted until it is above zero again"
+)
+
+
+def set_spend_limit(server: Server, auth: dict[str, str], usd_per_day: float) -> Any:
+    body = {"usd_per_day": usd_per_day}
+    return ok(server.client.put("/api/spend-limit", json=body, headers=auth))
+
+
+def credit(server: Server, account: str, amount_usd: float) -> None:
+    path = f"/api/admin/accounts/{account}/credit"
+    ok(server.client.post(path, json={"amount_usd": amount_usd}, headers=server.operator()))
+
+
+@pytest.mark.e2e
+def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
+    shared_server: Server, open_page: OpenPage, tmp_path: Path
+) -> None:
+    server = shared_server
+    island = "con-spend"
+    island_of_8_gpu_nodes(server, island, 8)
+    make_account(server, "con-spend-acct", 5000)
+    vm = make_cluster(server, "con-spend-acct", island, "vm", "con-spend-vm")
+    k8s = make_cluster(server, "con-spend-acct", island, "k8s", "con-spend-k")
+    # the demand first, the limits after it: so the tick, not the write, meets them
+    ok(declare(server, vm, 16, 2.5))
+    set_bid(server, k8s, 2.0)
+    submit_job(server, k8s, "held", 1)
+    # a VM node's worst case is 2.5 × 8 GPUs × its 1 h window = 20 USD: 30 USD covers one node
+    # of the two; the job's is 2 × 8 × 2 h = 32 USD, more than its cluster's 10 USD
+    set_spend_limit(server, vm, 30)
+    set_spend_limit(server, k8s, 10)
+    island_tick = run_tick(server, island)
+    capacity = ok(server.client.get("/api/vm/capacity", headers=vm))
+    assert (capacity["held_gpus"], capacity["pending_reason"]) == (8, "spend-limit")
+    assert ok(server.client.get("/api/k8s/bid", headers=k8s))["pending_reason"] == "spend-limit"
+
+    page = open_page()
+    sign_in(page, server, vm)
+    settled(page, island_tick)
+    left = ok(server.client.get("/api/spend-limit", headers=vm))["left_usd"]
+    assert 0 < left < 20
+    held = page.locator("#held")
+    assert held.locator(".holding").inner_text().startswith("Holding 8 GPUs (1 node) of 16")
+    assert held.locator(".pending-why").inner_text() == (
+        f"8 GPUs pending. {SPEND_LIMIT_WORDS} ({usd(left)} left of 30.00 USD per day)."
+    )
+    assert page.locator("#spend dd[data-figure=left]").inner_text() == usd(left)
+    page.screenshot(path=str(tmp_path / "vm-spend-limit.png"), full_page=True)
+
+    kube = open_page()
+    sign_in(kube, server, k8s)
+    settled(kube, island_tick)
+    assert kube.locator("#bid .held-back").inner_text() == (
+        f"{SPEND_LIMIT_WORDS} (10.00 USD left of 10.00 USD per day)."
+    )
+    job = kube.locator("#jobs .job[data-job='held']")
+    assert job.get_attribute("data-state") == "pending"
+    # which jobs the limit holds back the API does not say: no job claims it
+    assert job.locator(".why").count() == 0
+    kube.screenshot(path=str(tmp_path / "k8s-spend-limit.png"), full_page=True)
+
+
+@pytest.mark.e2e
+def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
+    shared_server: Server, open_page: OpenPage, tmp_path: Path
+) -> None:
+    server = shared_server
+    island = "con-hold"
+    island_of_8_gpu_nodes(server, island, 8)
+    make_account(server, "con-hold-acct", 1000)
+    vm = make_cluster(server, "con-hold-acct", island, "vm", "con-hold-vm")
+    k8s = make_cluster(server, "con-hold-acct", island, "k8s", "con-hold-k")
+    ok(declare(server, vm, 8, 2.0))
+    set_bid(server, k8s, 2.0)
+    submit_job(server, k8s, "train", 1)
+    run_tick(server, island)
+    page = open_page()
+    sign_in(page, server, vm)
+    kube = open_page()
+    sign_in(kube, server, k8s)
+    held, job = page.locator("#held"), kube.locator("#jobs .job[data-job='train']")
+    assert held.get_attribute("data-held") == "8"
+    assert job.get_attribute("data-state") == "running"
+
+    # the balance taken to below zero (its charges are already out of it): the next tick
+    # reclaims the account's market capacity
+    credit(server, "con-hold-acct", -1000)
+    island_tick = run_tick(server, island)
+    assert ok(server.client.get("/api/vm/capacity", headers=vm))["pending_reason"] == (
+        "billing-hold"
+    )
+    settled(page, island_tick)
+    settled(kube, island_tick)
+    assert held.get_attribute("data-held") == "0"
+    assert held.locator(".pending-why").inner_text() == (
+        f"8 GPUs pending. Held back by {BILLING_HOLD_WORDS}."
+    )
+    assert kube.locator("#bid .held-back").inner_text() == f"Held back by {BILLING_HOLD_WORDS}."
+    assert job.get_attribute("data-state") == "pending"
+    assert job.locator(".why").inner_text() == f"Waiting: {BILLING_HOLD_WORDS}."
+    assert job.locator(".events li").first.get_attribute("data-type") == "Preempted"
+    page.screenshot(path=str(tmp_path / "vm-billing-hold.png"), full_page=True)
+    kube.screenshot(path=str(tmp_path / "k8s-billing-hold.png"), full_page=True)
+
+    # credit added: the next tick grants again, and the words go
+    credit(server, "con-hold-acct", 2000)
+    island_tick = run_tick(server, island)
+    settled(page, island_tick)
+    settled(kube, island_tick)
+    assert held.get_attribute("data-held") == "8"
+    assert held.locator(".pending-why").is_hidden()
+    assert kube.locator("#bid .held-back").is_hidden()
+    assert job.get_attribute("data-state") == "running"
+    assert job.locator(".why").count() == 0
+
+
+class Outage:
+    """A loopback TCP forwarder to the server that a test can cut: every connection through it
+    (the feed's websocket among them) drops at once, and new ones are dropped on arrival until
+    the network is back, as a real outage between the browser and the service would do."""
+
+    def __init__(self, server: Server) -> None:
+        self.upstream = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.down = False
+        self.open: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with self.lock:
+                if self.down:
+                    near.close()
+                    continue
+                far = socket.create_connection(self.upstream)
+                self.open += [near, far]
+            for source, sink in ((near, far), (far, near)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # cut
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for end in (source, sink):
+            _shut(end)
+
+    def cut(self) -> None:
+        with self.lock:
+            self.down = True
+            for end in self.open:
+                _shut(end)
+                end.close()
+            self.open.clear()
+
+    def restore(self) -> None:
+        with self.lock:
+            self.down = False
+
+    def close(self) -> None:
+        _shut(self.listener)  # wakes the accepting thread, which then ends
+        self.listener.close()
+        self.cut()
+
+
+def _shut(end: socket.socket) -> None:
+    """Both ways shut: a thread blocked reading it wakes to the end of its stream."""
+    with contextlib.suppress(OSError):  # shut already
+        end.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.fixture
+def outage(shared_server: Server) -> Iterator[Outage]:
+    forwarder = Outage(shared_server)
+    yield forwarder
+    forwarder.close()
+
+
+def ladder_shown(page: Page) -> list[list[str]]:
+    rows = page.locator("#ladder tbody tr")
+    return [rows.nth(i).locator("td").all_inner_texts()[:2] for i in range(rows.count())]
+
+
+def ladder_read(server: Server, island: str) -> list[list[str]]:
+    rungs = ok(server.client.get("/api/market/ladder", params={"island": island}))["rungs"]
+    return [[str(r["nodes"]), f"{r['price_per_gpu_hour']:.4f}"] for r in rungs]
+
+
+@pytest.mark.e2e
+def test_the_page_reconnects_to_the_feed_and_follows_the_ticks_again_without_a_reload(
+    shared_server: Server, open_page: OpenPage, outage: Outage, tmp_path: Path
+) -> None:
+    server = shared_server
+    island = "con-feed"
+    island_of_8_gpu_nodes(server, island, 8)
+    make_account(server, "con-feed-acct", 5000)
+    vm = make_cluster(server, "con-feed-acct", island, "vm", "con-feed-vm")
+    ok(declare(server, vm, 8, 2.5))
+    island_tick = run_tick(server, island)
+    page = open_page()
+    sign_in(page, server, vm, through=outage.url)
+    settled(page, island_tick)
+    status = page.locator("#status")
+    assert status.inner_text().startswith(f"live · tick {island_tick} at ")
+    before = ladder_read(server, island)
+    assert ladder_shown(page) == before
+    page.evaluate("() => { window.sameDocument = true; }")  # a reload would lose it
+
+    # the network between the browser and the service goes down: the feed's socket drops, and
+    # the page says so (its reconnections fail while the outage lasts)
+    outage.cut()
+    page.wait_for_function(
+        "() => document.getElementById('status').dataset.state === 'down'", timeout=WAIT_MS
+    )
+    assert status.inner_text() == "feed disconnected · reconnecting…"
+    page.screenshot(path=str(tmp_path / "feed-down.png"), full_page=True)
+    ok(declare(server, vm, 16, 2.5))  # meanwhile, from elsewhere
+
+    # the network back: the page reconnects by itself, live again before any new tick
+    outage.restore()
+    page.wait_for_function(
+        "() => document.getElementById('status').dataset.state === 'live'", timeout=WAIT_MS
+    )
+    assert status.inner_text().startswith(f"live · tick {island_tick} at ")
+
+    # and the next tick's figures arrive over the new connection: the status, the grant (read
+    # after the tick), and the price to win (straight from the feed)
+    island_tick = run_tick(server, island)
+    settled(page, island_tick)
+    assert status.inner_text().startswith(f"live · tick {island_tick} at ")
+    assert page.locator("#held .holding").inner_text().startswith("Holding 16 GPUs (2 nodes)")
+    after = ladder_read(server, island)
+    assert after != before
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('#ladder tbody tr').length === n",
+        arg=len(after),
+        timeout=WAIT_MS,
+    )
+    assert ladder_shown(page) == after
+    assert page.evaluate("() => window.sameDocument") is True
+    page.screenshot(path=str(tmp_path / "feed-back.png"), full_page=True)

@@ -13,10 +13,13 @@ const LADDER_ROWS = 12;  // rungs shown (and the one for the GPUs typed)
 const BUCKET = { "1h": 3600e3, "1d": 24 * 3600e3 };
 const SPEC_LABELS = { cpu: "CPU", gpus: "GPUs", memory: "Memory", storage: "Storage",
   network: "Network" };
+// Why demand waits, in words: a cluster's pending reason from the last tick (spend-limit,
+// billing-hold; docs/market.md "Spend guard") and why a job smaller than a node waits.
 const REASONS = {
-  "spend-limit": "the spend limit: what is left in this 24 h window does not cover them at "
-    + "your ceiling",
-  "billing-hold": "a billing hold: the account's balance is at or below zero",
+  "spend-limit": "the spend limit: what is left in this 24 h window does not cover the worst "
+    + "case of what waits, at the price bid",
+  "billing-hold": "a billing hold: the account's balance is at or below zero, so no market "
+    + "capacity is held or granted until it is above zero again",
   ReservedBusy: "waiting for the base load block: no live block, or its GPUs are all busy",
   ReservedTooSmall: "its pods are each smaller than a node but together larger than one: "
     + "resubmit with whole-node pods or fewer pods",
@@ -156,12 +159,16 @@ function onMessage(message) {
     if (message.channel.startsWith("ladder:")) {
       ladder = message.data.rungs || [];
       showLadder();
-    } else if (message.tick > lastTick) {
+      return;
+    }
+    // a snapshot after a reconnect says the feed is live again, whether or not a tick ran
+    const fresh = message.tick > lastTick;
+    if (fresh) {
       lastTick = message.tick;
       lastTime = message.time;
-      setStatus("live", `live · tick ${lastTick} at ${time(lastTime)}`);
-      refresh();
     }
+    setStatus("live", `live · tick ${lastTick} at ${time(lastTime)}`);
+    if (fresh) refresh();
   } else if (message.type === "error" && message.error === "not-found") {
     // the island has not ticked yet: ask again shortly
     setStatus("waiting", "waiting for the island's first tick…");
@@ -178,9 +185,11 @@ function refresh() {
       again = false;
       const tick = lastTick;
       try {
+        const spend = api.get("/api/spend-limit");  // the spend card's and a hold's figures
         await Promise.all(me.kind === "vm"
-          ? [showCapacity(), showSpend(), showBilling(), showBaseLoadForVm()]
-          : [showBid(), showJobs(), showBlocks(), showOffers(), showSpend(), showBilling()]);
+          ? [showCapacity(spend), showSpend(spend), showBilling(), showBaseLoadForVm()]
+          : [showBidAndJobs(spend), showBlocks(), showOffers(), showSpend(spend),
+            showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
@@ -326,8 +335,8 @@ async function buy() {
 
 let declared = false;
 
-async function showCapacity() {
-  const cap = await api.get("/api/vm/capacity");
+async function showCapacity(spendRead) {
+  const [cap, spend] = await Promise.all([api.get("/api/vm/capacity"), spendRead]);
   const form = $("#declare");
   if (!declared) {  // the form starts from the standing declaration, then is the user's
     form.elements.max_gpus.value = String(cap.max_gpus);
@@ -344,20 +353,27 @@ async function showCapacity() {
   box.dataset.held = String(cap.held_gpus);
   const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
   say($(".pending-why", box), pending || cap.bid_too_low
-    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason) : "");
+    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason, spend) : "");
   $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
     n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
   ])));
 }
 
-function pendingWhy(bidTooLow, reason) {
+function pendingWhy(bidTooLow, reason, spend) {
   if (bidTooLow) {
     return "Bid too low: the ceiling is under the island's reserve price, so nothing more can "
       + "be won and held nodes go back as their windows end.";
   }
-  if (reason && REASONS[reason]) return `Held back by ${REASONS[reason]}.`;
+  if (reason && REASONS[reason]) return heldBack(reason, spend);
   return "Not won at the last tick's prices, or declared since: the next tick decides (the "
     + "price to win is beside).";
+}
+
+// A cluster's demand held back by the last tick, in words; a spend limit's with its figures.
+function heldBack(reason, spend) {
+  const figures = reason === "spend-limit" && spend.left_usd !== null
+    ? ` (${usd(spend.left_usd)} left of ${usd(spend.usd_per_day)} per day)` : "";
+  return `Held back by ${REASONS[reason]}${figures}.`;
 }
 
 // The grid flagged as it is typed; Declare still sends it, and the server's refusal says why.
@@ -409,16 +425,24 @@ function showLadder() {
 
 // --- Preemptible: Kubernetes ---------------------------------------------------------------
 
-async function showBid() {
-  const bid = await api.get("/api/k8s/bid");
+async function showBidAndJobs(spendRead) {
+  const [bid, jobs, spend] = await Promise.all([api.get("/api/k8s/bid"),
+    api.get("/api/k8s/jobs"), spendRead]);
+  showBid(bid, spend);
+  showJobs(jobs, bid.pending_reason);
+}
+
+function showBid(bid, spend) {
   $("#bid .bid-now").textContent = bid.limit_price_per_gpu_hour === null
     ? "No limit price: the jobs bid nothing on the market until one is set."
     : `Now ${rate(bid.limit_price_per_gpu_hour)}` + (bid.bid_too_low
       ? " — bid too low: under the island's reserve price, nothing is granted." : ".");
+  say($("#bid .held-back"), bid.pending_reason ? heldBack(bid.pending_reason, spend) : "");
 }
 
-async function showJobs() {
-  const jobs = await api.get("/api/k8s/jobs");
+// `held` is the cluster's pending reason: a billing hold holds back every job that bids (a
+// spend limit only those whose worst case does not fit, which the API does not name).
+function showJobs(jobs, held) {
   const list = $("#jobs .job-list");
   if (!jobs.length) {
     list.replaceChildren(el("p", "No jobs yet.", { class: "note" }));
@@ -444,8 +468,10 @@ async function showJobs() {
       line.appendChild(finish);
     }
     box.appendChild(line);
-    if (job.reason && REASONS[job.reason]) {
-      box.appendChild(el("p", `Waiting: ${REASONS[job.reason]}.`, { class: "why" }));
+    const bids = job.state === "pending" && job.nodes > 0;
+    const reason = job.reason || (bids && held === "billing-hold" ? held : null);
+    if (reason && REASONS[reason]) {
+      box.appendChild(el("p", `Waiting: ${REASONS[reason]}.`, { class: "why" }));
     } else if (job.bid_too_low && job.state === "pending") {
       box.appendChild(el("p", "Waiting: bid too low, under the island's reserve price.",
         { class: "why" }));
@@ -465,8 +491,8 @@ async function showJobs() {
 
 // --- spend limit ---------------------------------------------------------------------------
 
-async function showSpend() {
-  const s = await api.get("/api/spend-limit");
+async function showSpend(spendRead) {
+  const s = await spendRead;
   const figures = [
     ["limit", s.usd_per_day === null ? "none" : `${usd(s.usd_per_day)} per day`],
     ["window started", s.window_started_at ? time(s.window_started_at) : "no window open"],
