@@ -6,7 +6,9 @@ behind it, for tests that need other flags or several runs on one data dir (cras
 
 Every test that starts a server is marked `e2e`, so `pytest -m "not e2e"` is the fast loop: a
 test using a fixture of SERVER_FIXTURES is marked here, and any other test that starts a server
-(`burstmarket serve`, uvicorn, a listening socket) while not marked fails (`no_servers`).
+(`burstmarket serve`, uvicorn, a listening socket) while not marked fails (`no_servers`). The
+fast loop runs on every core (pytest-xdist) and its property tests draw a quarter of their
+examples (`examples`); a full run keeps one process and every example.
 """
 
 from __future__ import annotations
@@ -227,17 +229,25 @@ SERVER_FIXTURES = {"server", "start_server", "shared_server", "redis_server"}
 a redis-server."""
 
 
+def fast_loop(config: pytest.Config) -> bool:
+    """Whether this run is the fast loop (`-m "not e2e"`: no test that starts a server)."""
+    return "not e2e" in (config.option.markexpr or "")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The fast loop does not even import the folders whose every test starts a server: their
+    imports (playwright, schemathesis, websocket clients) cost each worker seconds."""
+    if fast_loop(config) and collection_path.parent == TESTS:
+        return collection_path.name in E2E_FOLDERS or None
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         folder = item.path.relative_to(TESTS).parts[0]
         if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
-
-
-def fast_loop(config: pytest.Config) -> bool:
-    """Whether this run is the fast loop (`-m "not e2e"`: no test that starts a server)."""
-    return "not e2e" in (config.option.markexpr or "")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -14,6 +14,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -74,6 +76,46 @@ class MarketDB(Database):
         start: datetime = START,
     ) -> TickCommitted:
         """One tick: `holdings` is cluster -> (GPUs, rate USD/GPU-h); `ladder` the rung prices."""
+        with self._transaction() as cur:
+            return self._insert(
+                cur, island, tick, holdings, ladder, reserve, pending, gpus_per_node, start
+            )
+
+    def commit_many(
+        self,
+        island: str,
+        ticks: range,
+        holdings: Callable[[int], dict[str, tuple[int, str]]],
+        ladder: list[str],
+    ) -> None:
+        """The rows `commit` writes for each of `ticks` (`holdings(tick)` held), in one
+        transaction: the history's tests write hundreds of ticks."""
+        with self._transaction() as cur:
+            for tick in ticks:
+                self._insert(cur, island, tick, holdings(tick), ladder, "1.5", 0, 8, START)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self.con.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            yield cur
+            cur.execute("COMMIT")
+        finally:
+            cur.close()
+
+    def _insert(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        island: str,
+        tick: int,
+        holdings: dict[str, tuple[int, str]] | None,
+        ladder: list[str] | None,
+        reserve: str,
+        pending: int,
+        gpus_per_node: int,
+        start: datetime,
+    ) -> TickCommitted:
         when = start + TICK * (tick - 1)
         holdings = holdings or {}
         rates = {name: Decimal(rate) for name, (_, rate) in holdings.items()}
@@ -86,8 +128,6 @@ class MarketDB(Database):
         low = min(rates.values()) if rates else None
         high = max(rates.values()) if rates else None
         prices = [Decimal(p) for p in ladder or []]
-        cur = self.con.cursor()
-        cur.execute("BEGIN TRANSACTION")
         cur.execute(
             "INSERT INTO ticks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -124,8 +164,6 @@ class MarketDB(Database):
                 "FROM (SELECT unnest(range(1, ? + 1)) AS n, unnest(?::DECIMAL(18, 6)[]) AS price)",
                 [island, tick, when, gpus_per_node, len(prices), prices],
             )
-        cur.execute("COMMIT")
-        cur.close()
         stats = {
             "island": island,
             "tick": tick,

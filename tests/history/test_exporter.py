@@ -17,10 +17,12 @@ from tests.feed.support import START, MarketDB, backfill
 LADDER = ["2.1", "2.2", "2.35"]
 
 
+def holdings(tick: int) -> dict[str, tuple[int, str]]:
+    return {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")}
+
+
 def commit(db: MarketDB, ticks: range) -> None:
-    for tick in ticks:
-        holdings = {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")}
-        db.commit("east", tick, holdings=holdings, ladder=LADDER)
+    db.commit_many("east", ticks, holdings, LADDER)
 
 
 def files(root: Path, table: str) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 
 from burstmarket.history import HistoryExporter
 from tests.feed.support import MarketDB
+from tests.history.test_exporter import holdings
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -23,13 +24,7 @@ def blocks(language: str) -> list[str]:
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[MarketDB, Path]:
     tmp_path = tmp_path_factory.mktemp("analysts")
     db = MarketDB(tmp_path / "market.duckdb")
-    for tick in range(1, 400):  # 31 March 23:00 to 1 April 00:06
-        db.commit(
-            "ref",
-            tick,
-            holdings={"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")},
-            ladder=["2"],
-        )
+    db.commit_many("ref", range(1, 400), holdings, ["2"])  # 31 March 23:00 to 1 April 00:06
     HistoryExporter(db, tmp_path / "data" / "history").run()
     return db, tmp_path
 

@@ -27,6 +27,14 @@ def read_cluster(cur: Cursor, cluster_id: str) -> Cluster:
     return CLUSTERS.from_row(row)
 
 
+def read_cluster_and_island(cur: Cursor, cluster_id: str) -> tuple[Cluster, Island]:
+    """A cluster and its island in one read: what every tenant request starts from."""
+    row = fetch_one(cur, "cluster_island", cluster=cluster_id)
+    if row is None:
+        raise NotFound(f"no cluster {cluster_id!r}", cluster=cluster_id)
+    return CLUSTERS.from_row(row["c"]), ISLANDS.from_row(row["i"])
+
+
 def cluster_nodes(cur: Cursor, cluster_id: str) -> list[Node]:
     """The nodes the cluster has in service, in index order."""
     return [NODES.from_row(r) for r in fetch(cur, "cluster_nodes", cluster=cluster_id)]

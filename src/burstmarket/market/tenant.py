@@ -54,7 +54,12 @@ from burstmarket.market.model import (
     resized,
 )
 from burstmarket.market.report import Granularity, billing_rows
-from burstmarket.market.state import cluster_nodes, read_cluster, read_island
+from burstmarket.market.state import (
+    cluster_nodes,
+    read_cluster,
+    read_cluster_and_island,
+    read_island,
+)
 from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
 from burstmarket.states import Kind
@@ -93,9 +98,9 @@ class Tenant:
             return fn(cur)
 
     def _own(self, cur: Cursor, cluster_id: str, kind: Kind) -> tuple[Cluster, Island]:
-        c = read_cluster(cur, cluster_id)
+        c, island = read_cluster_and_island(cur, cluster_id)
         self._kind(c, kind)
-        return c, read_island(cur, c.island)
+        return c, island
 
     def _kind(self, c: Cluster, kind: Kind) -> None:
         if c.kind != kind:
@@ -184,8 +189,7 @@ class Tenant:
 
     def cluster(self, cluster_id: str) -> ClusterView:
         def read(cur: Cursor) -> ClusterView:
-            c = read_cluster(cur, cluster_id)
-            island = read_island(cur, c.island)
+            c, island = read_cluster_and_island(cur, cluster_id)
             return ClusterView(
                 id=c.id,
                 account=c.account,
