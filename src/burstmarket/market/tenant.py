@@ -58,7 +58,6 @@ from burstmarket.market.state import (
     cluster_nodes,
     read_cluster,
     read_cluster_and_island,
-    read_island,
 )
 from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, units_to_usd, usd
@@ -586,7 +585,7 @@ class Tenant:
     def finish_job(self, cluster_id: str, name: str) -> JobView:
         """DELETE = the job finished: its nodes stay, idle, under the hold and idle grace."""
         with self._lock, self._db.write() as cur:
-            c, _ = self._own(cur, cluster_id, "k8s")
+            c, island = self._own(cur, cluster_id, "k8s")
             job = self._job(cur, c, name)
             if job.state != "finished" and job.small:
                 now = self._clock.now_ns()
@@ -596,7 +595,7 @@ class Tenant:
                 self._event(cur, job, "Finished", "the job finished", now)
             elif job.state != "finished":
                 now = self._clock.now_ns()
-                reserve = read_island(cur, c.island).reserve_price
+                reserve = island.reserve_price
                 nodes = [NODES.from_row(r) for r in fetch(cur, "job_nodes", cluster=c.id, job=name)]
                 for n in nodes:
                     n.job, n.idle_since, n.locked_price = None, now, job.price(c)
@@ -625,8 +624,7 @@ class Tenant:
 
     def spend_limit(self, cluster_id: str) -> SpendLimitView:
         def read(cur: Cursor) -> SpendLimitView:
-            c = read_cluster(cur, cluster_id)
-            island = read_island(cur, c.island)
+            c, island = read_cluster_and_island(cur, cluster_id)
             now = self._clock.now_ns()
             held = cluster_nodes(cur, c.id)
             budget = self._budget(cur, c, island.gpus_per_node, now, held)
