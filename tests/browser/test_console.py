@@ -551,6 +551,19 @@ def set_spend_limit(server: Server, auth: dict[str, str], usd_per_day: float) ->
     return ok(server.client.put("/api/spend-limit", json=body, headers=auth))
 
 
+def vm_and_k8s_clusters(
+    server: Server, name: str, balance_usd: float
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """An island `con-<name>` of 8 nodes, and a VM and a Kubernetes cluster (their auth
+    headers) of one account `con-<name>-acct` holding `balance_usd`."""
+    island, account = f"con-{name}", f"con-{name}-acct"
+    island_of_8_gpu_nodes(server, island, 8)
+    make_account(server, account, balance_usd)
+    vm = make_cluster(server, account, island, "vm", f"con-{name}-vm")
+    k8s = make_cluster(server, account, island, "k8s", f"con-{name}-k")
+    return island, vm, k8s
+
+
 def credit(server: Server, account: str, amount_usd: float) -> None:
     path = f"/api/admin/accounts/{account}/credit"
     ok(server.client.post(path, json={"amount_usd": amount_usd}, headers=server.operator()))
@@ -561,11 +574,7 @@ def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
     shared_server: Server, open_page: OpenPage, tmp_path: Path
 ) -> None:
     server = shared_server
-    island = "con-spend"
-    island_of_8_gpu_nodes(server, island, 8)
-    make_account(server, "con-spend-acct", 5000)
-    vm = make_cluster(server, "con-spend-acct", island, "vm", "con-spend-vm")
-    k8s = make_cluster(server, "con-spend-acct", island, "k8s", "con-spend-k")
+    island, vm, k8s = vm_and_k8s_clusters(server, "spend", 5000)
     # the demand first, the limits after it: so the tick, not the write, meets them
     ok(declare(server, vm, 16, 2.5))
     set_bid(server, k8s, 2.0)
@@ -610,11 +619,7 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     shared_server: Server, open_page: OpenPage, tmp_path: Path
 ) -> None:
     server = shared_server
-    island = "con-hold"
-    island_of_8_gpu_nodes(server, island, 8)
-    make_account(server, "con-hold-acct", 1000)
-    vm = make_cluster(server, "con-hold-acct", island, "vm", "con-hold-vm")
-    k8s = make_cluster(server, "con-hold-acct", island, "k8s", "con-hold-k")
+    island, vm, k8s = vm_and_k8s_clusters(server, "hold", 1000)
     ok(declare(server, vm, 8, 2.0))
     set_bid(server, k8s, 2.0)
     submit_job(server, k8s, "train", 1)
