@@ -201,6 +201,12 @@ class MarketDB(Database):
         )
 
 
+def two_clusters(tick: int) -> dict[str, tuple[int, str]]:
+    """Holdings for `MarketDB.commit_many` that move from tick to tick: `a` holds 8 to 24 GPUs
+    at rates from 2.00 to 2.04, `b` 8 GPUs at 3.0001."""
+    return {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")}
+
+
 def backfill(db: MarketDB, island: str, ticks: range, vwap: str = "2.5") -> None:
     """Many quiet ticks at once (one cluster of 8 GPUs at `vwap`), `ticks` rows only."""
     db.con.execute(

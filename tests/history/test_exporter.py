@@ -12,17 +12,13 @@ import duckdb
 
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import TABLES
-from tests.feed.support import START, MarketDB, backfill
+from tests.feed.support import START, MarketDB, backfill, two_clusters
 
 LADDER = ["2.1", "2.2", "2.35"]
 
 
-def holdings(tick: int) -> dict[str, tuple[int, str]]:
-    return {"a": (8 * (tick % 3 + 1), f"{2 + tick % 5 / 100:.4f}"), "b": (8, "3.0001")}
-
-
 def commit(db: MarketDB, ticks: range) -> None:
-    db.commit_many("east", ticks, holdings, LADDER)
+    db.commit_many("east", ticks, two_clusters, LADDER)
 
 
 def files(root: Path, table: str) -> list[str]:

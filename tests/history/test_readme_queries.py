@@ -9,8 +9,7 @@ import duckdb
 import pytest
 
 from burstmarket.history import HistoryExporter
-from tests.feed.support import MarketDB
-from tests.history.test_exporter import holdings
+from tests.feed.support import MarketDB, two_clusters
 
 README = Path(__file__).parents[2] / "README.md"
 
@@ -24,7 +23,7 @@ def blocks(language: str) -> list[str]:
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[MarketDB, Path]:
     tmp_path = tmp_path_factory.mktemp("analysts")
     db = MarketDB(tmp_path / "market.duckdb")
-    db.commit_many("ref", range(1, 400), holdings, ["2"])  # 31 March 23:00 to 1 April 00:06
+    db.commit_many("ref", range(1, 400), two_clusters, ["2"])  # 31 March 23:00 to 1 April 00:06
     HistoryExporter(db, tmp_path / "data" / "history").run()
     return db, tmp_path
 
