@@ -25,6 +25,19 @@ ISSUE_CASE = {
 }
 
 
+ISSUE_STATS = {
+    "vwap": 5.0,
+    "min": 5.0,
+    "max": 5.0,
+    "gpus": 16,
+    "clusters": 2,
+    "core_rounds": 2,
+    "core_exact": True,
+}
+"""ISSUE_CASE's figures: VCG (4 and 4 over the reserve) is blocked by the gang: one round to
+find that, a second to certify the core point (5 and 5) exact."""
+
+
 def run_clear(stdin: str) -> Ran:
     return run_in_process("clear", stdin=stdin)
 
@@ -54,17 +67,7 @@ def test_clear_answers_in_the_api_shapes() -> None:
         {"nodes": 1, "gpus": 8, "price_per_gpu_hour": 6.0001},
         {"nodes": 2, "gpus": 16, "price_per_gpu_hour": 6.0001},
     ]
-    # VCG (4 and 4 over the reserve) is blocked by the gang: one round to find that, a second
-    # to certify the core point (5 and 5) exact
-    assert out["stats"] == {
-        "vwap": 5.0,
-        "min": 5.0,
-        "max": 5.0,
-        "gpus": 16,
-        "clusters": 2,
-        "core_rounds": 2,
-        "core_exact": True,
-    }
+    assert out["stats"] == ISSUE_STATS
 
 
 def test_protected_input_is_priced() -> None:
