@@ -141,6 +141,8 @@ class Feed:
                 spec,
                 Row(spec.channel_for(event.island), event.island, event.tick, event.time, data),
             )
+        if not self._settings.history_live:
+            return  # no exporter runs (`simulate` writes its history at its end)
         due = self._history_due.get(event.island)
         if due is None or event.time >= due:
             self._history_due[event.island] = floor_time(event.time, WINDOW) + WINDOW
