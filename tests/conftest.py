@@ -25,13 +25,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 import pytest
 import uvicorn
 from click.testing import CliRunner
 from hypothesis import settings
+
+from tests.constants import T0
+
+if TYPE_CHECKING:
+    from burstmarket.market.market import Market
 
 OPERATOR_TOKEN = "test-operator-token"
 STARTUP_SECONDS = 30
@@ -216,6 +221,45 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     sharing it create their own islands, accounts and clusters."""
     with _servers(tmp_path_factory.mktemp("shared")) as start:
         yield start("--clock", "manual", "--tick-seconds", "300")
+
+
+# --- an in-process market on a real DuckDB file -------------------------------------------
+
+MakeMarket = Callable[..., "Market"]
+
+
+@pytest.fixture
+def make_market(tmp_path: Path) -> Iterator[MakeMarket]:
+    """`make_market(clock=None, data_dir=None, **settings)`: a `Market` in this process on a
+    DuckDB file of its own (under `data_dir`, else this test's temporary folder), on a manual
+    clock at T0 unless given one, its Settings the defaults but `clock="manual"` and
+    `settings`. Make another on the same `data_dir` after closing the first (`market.db.close()`)
+    to restart it; every store is closed at the end."""
+    from burstmarket.clock import ManualClock
+    from burstmarket.market.market import Market
+    from burstmarket.settings import Settings
+    from burstmarket.store import Database
+
+    made: list[Market] = []
+
+    def make(
+        clock: ManualClock | None = None, data_dir: Path | None = None, **settings: Any
+    ) -> Market:
+        config = Settings(clock="manual", data_dir=data_dir or tmp_path, **settings)
+        market = Market(Database(config.database_path), clock or ManualClock(T0), config)
+        made.append(market)
+        return market
+
+    yield make
+    for market in made:
+        market.db.close()
+
+
+@pytest.fixture
+def market(make_market: MakeMarket) -> Market:
+    """An in-process market on a temporary DuckDB file: manual clock at T0, default Settings
+    (10 s ticks, the reference island)."""
+    return make_market()
 
 
 # --- the fast loop: e2e is every test that starts a server ---------------------------------

@@ -5,9 +5,7 @@ before the service started is never billed."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +17,10 @@ from burstmarket.market.model import Island
 from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, run_tick
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0, USD
 from tests.market.test_tick import G, nodes, vm
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 TICK_NS = 10 * NS_PER_S
 RESERVE = 2 * USD
 
@@ -57,16 +53,13 @@ class Book:
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Iterator[Book]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=TICK_NS / NS_PER_S)
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+def book(make_market: MakeMarket) -> Book:
+    market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
     operator.put_island("lt", G, 2, RESERVE, None, False)
     operator.create_account("acct", 1_000 * USD)
     operator.create_cluster("acct", "lt", "vm", "a")
-    yield Book(market, Tenant(market))
-    db.close()
+    return Book(market, Tenant(market))
 
 
 def _gpu_ms(rows: list[tuple[int, int, int]]) -> int:

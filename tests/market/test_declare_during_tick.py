@@ -10,12 +10,11 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.clock import NS_PER_S
 from burstmarket.contract import CapacityView
 from burstmarket.market import runner
 from burstmarket.market.hot import Hot
@@ -23,11 +22,9 @@ from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, TickOutput
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0, USD
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 TICK_NS = 10 * NS_PER_S
 GPUS = 8
 RATE = 2 * USD
@@ -102,17 +99,14 @@ class Harness:
 
 
 @pytest.fixture
-def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=TICK_NS / NS_PER_S)
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+def harness(make_market: MakeMarket, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
     operator.put_island("lt", GPUS, 4, RATE, None, False)
     operator.create_account("acct", 1_000 * USD)
     operator.create_cluster("acct", "lt", "vm", "a")
     with ThreadPoolExecutor(2) as pool:
         yield Harness(market, Tenant(market), pool, monkeypatch)
-    db.close()
 
 
 def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(

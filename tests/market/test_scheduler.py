@@ -8,23 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.clock import NS_PER_S
 from burstmarket.market.market import Market
 from burstmarket.market.operator import Operator
 from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0, USD
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 INTERVAL_S = 10.0
 INTERVAL_NS = 10 * NS_PER_S
 
@@ -60,10 +56,8 @@ class SlowTicks:
 
 
 @pytest.fixture
-def market(tmp_path: Path) -> Iterator[Market]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=INTERVAL_S)
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+def market(make_market: MakeMarket) -> Market:
+    market = make_market(tick_seconds=INTERVAL_S)
     operator = Operator(market)
     operator.put_island("lt", 8, 2, USD, None, False)
     operator.create_account("acct", 1_000 * USD)
@@ -71,8 +65,7 @@ def market(tmp_path: Path) -> Iterator[Market]:
     for name, price in (("a", 6), ("b", 5), ("c", 4)):
         operator.create_cluster("acct", "lt", "vm", name)
         asyncio.run(tenant.declare_vm(name, 8, price * USD, []))
-    yield market
-    db.close()
+    return market
 
 
 def ticks(market: Market) -> list[tuple[Any, ...]]:
