@@ -35,6 +35,7 @@ from burstmarket.errors import (
     OnePerCluster,
     SoldOut,
 )
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import (
     BASE_LOAD,
     DEPOSIT_RETURN,
@@ -477,7 +478,7 @@ class BaseLoadDesk:
         """The cluster, a Kubernetes one: a VM cluster's token is `forbidden` here, as on every
         Kubernetes endpoint; the operator naming one is `invalid` (field `cluster`)."""
         c = read_cluster(cur, cluster_id)
-        if c.kind != "k8s":
+        if not KINDS[c.kind].runs_jobs:  # a block runs jobs (docs/market.md "Base load")
             detail = f"base load blocks are for Kubernetes clusters; cluster {c.id} is {c.kind}"
             if tenant:
                 raise Forbidden(detail, cluster=c.id, kind=c.kind)

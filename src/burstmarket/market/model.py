@@ -69,6 +69,9 @@ Age = tuple[int, int]
 """(since, seq): when a demand was first declared, then the order the market accepted it in
 (docs/market.md "Demand"). Smaller is older; older demand wins ties."""
 
+JobKey = tuple[str, str]
+"""(cluster, job name)."""
+
 
 class Tranche(NamedTuple):
     """`nodes` VM units first declared at `since`, accepted as the `seq`-th write of demand."""

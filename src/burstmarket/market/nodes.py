@@ -17,6 +17,7 @@ from __future__ import annotations
 from burstmarket.clock import maybe_datetime, rfc3339
 from burstmarket.contract import NodeView
 from burstmarket.errors import Invalid, NotFound
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import Entry, stop_billing
 from burstmarket.market.market import Market
 from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, Node
@@ -108,9 +109,9 @@ class NodeActions:
             return []
         c = read_cluster(cur, n.cluster)
         owed, n.owed_until = n.owed(now), None
-        if c.kind == "vm":
-            held = len(cluster_nodes(cur, c.id))
-            if held >= c.max_gpus // island.gpus_per_node:
+        declared = KINDS[c.kind].declared_nodes(c, island.gpus_per_node)
+        if declared is not None:
+            if len(cluster_nodes(cur, c.id)) >= declared:
                 n.free()  # the cluster has what it declared: the node goes back to the island
                 return []
         elif owed and n.job is not None and self._running(cur, c.id, n.job):

@@ -34,12 +34,12 @@ from burstmarket.errors import (
 from burstmarket.market.base_load import BaseLoadDesk
 from burstmarket.market.guard import (
     Budget,
-    grant_span,
     outgrown,
     outstanding,
     window_open,
     worst_case,
 )
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import COMMITMENT, Entry, scale_down
 from burstmarket.market.market import Market
 from burstmarket.market.model import (
@@ -148,7 +148,7 @@ class Tenant:
             )
         self._check_bid(c, island, price)
         if price is not None:
-            worst = worst_case(price, gpus, grant_span(c.kind))
+            worst = worst_case(price, gpus, KINDS[c.kind].grant_span_ns)
             self._check_spend(cur, c, island, worst + raised, now, nodes)
 
     def _check_spend(

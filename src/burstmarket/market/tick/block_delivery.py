@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
 
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.model import Block, Node
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def deliver(s: TickState) -> None:
@@ -30,7 +31,7 @@ def deliver(s: TickState) -> None:
                 _seize(s, victim, victims)
                 n = victim
             s.join_block(b, n)
-            n.granted_at, n.idle_since = s.t, s.t
+            n.granted_at, n.idle_since = s.now, s.now
 
 
 def _leave(s: TickState, b: Block, n: Node) -> None:
@@ -38,9 +39,9 @@ def _leave(s: TickState, b: Block, n: Node) -> None:
     released after the idle grace unless a job takes it."""
     c = s.clusters[b.cluster]
     s.leave_block(n)
-    n.idle_since = s.t
+    n.idle_since = s.now
     n.locked_price = n.commit_price = c.limit_price
-    n.commit_ends_at = s.t  # the next tick commits its next hour, or releases it
+    n.commit_ends_at = s.now  # the next tick commits its next hour, or releases it
 
 
 def _seize(s: TickState, n: Node, victims: _Victims) -> None:
@@ -88,6 +89,7 @@ class _Victims:
 
     def _order(self, n: Node) -> tuple[bool, bool, int, int, int]:
         c = self.s.clusters[n.cluster or ""]
-        busy = c.kind == "vm" or n.job is not None
-        price = self.s.live_price(c, n)
+        kind = KINDS[c.kind]
+        busy = not kind.runs_jobs or n.job is not None  # a node that is the demand itself: busy
+        price = kind.live_price(self.s, c, n)
         return (c.id != self.b.cluster, busy, price, -(n.granted_at or 0), n.idx)

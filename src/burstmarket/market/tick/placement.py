@@ -1,11 +1,11 @@
-"""Capacity the cluster already has (docs/market.md "One tick", step 3): a Kubernetes cluster's
-jobs go on its base load block, then its waiting jobs on the idle nodes it holds; no market
-needed, the cluster holds and pays for those nodes."""
+"""Capacity the cluster already has (docs/market.md "One tick", step 3): the jobs of a cluster
+(of a kind that runs jobs: Kubernetes) go on its base load block, then its waiting jobs on the
+idle nodes it holds; no market needed, the cluster holds and pays for those nodes."""
 
 from __future__ import annotations
 
 from burstmarket.market.model import Block, Job, Node
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def on_blocks(s: TickState) -> None:
@@ -50,7 +50,7 @@ def _fold(s: TickState, b: Block, job: Job, m: Node, x: Node) -> None:
 def on_idle(s: TickState) -> None:
     """Waiting jobs that fit on idle nodes the cluster holds (with the block nodes credited to
     them) run there, inheriting the windows. Higher priority classes first, then the oldest."""
-    for c in s.sorted_clusters("k8s"):
+    for c in s.job_clusters():
         idle = [n for n in s.held(c.id) if n.job is None]
         for job in s.waiting(c):
             credit = s.credit.get((c.id, job.name), [])
