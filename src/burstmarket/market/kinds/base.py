@@ -3,7 +3,7 @@
 becomes (`Demand`, `Aged`).
 
 A kind sees the tick through `TickView`: the part of the tick's state (market/tick/tick_state.py,
-`TickState`) its rules read, and the two fields they set. So the kinds import nothing of the
+`TickState`) its rules read, and `refused`, which they set. So the kinds import nothing of the
 tick, which imports them.
 """
 
