@@ -5,25 +5,17 @@ each answer checked against what the page says of it."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
-import textwrap
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from tests import docs
 from tests.conftest import StartServer
 from tests.e2e.support import eventually
 from tests.simulation.announced import announced
 
-PAGE = Path(__file__).parents[2] / "docs" / "first-five-minutes.md"
-BLOCK = re.compile(r"^( *)```sh\n(.*?)^\1```$", re.M | re.S)
-
-
-def blocks() -> list[str]:
-    """The page's `sh` blocks, in order (one in a list item is indented with it)."""
-    return [textwrap.dedent(found[2]) for found in BLOCK.finditer(PAGE.read_text())]
+PAGE = "docs/first-five-minutes.md"
 
 
 def test_every_curl_line_of_the_first_five_minutes_runs_as_written(
@@ -53,7 +45,7 @@ def test_every_curl_line_of_the_first_five_minutes_runs_as_written(
 
         return eventually(answer, what, server)
 
-    steps = blocks()
+    steps = docs.code(PAGE, "sh")
     assert len(steps) == 13, steps  # a block added or lost: this test says what it does
     for block in steps:
         assert [line.split()[0] for line in block.splitlines()] == ["curl"], block
