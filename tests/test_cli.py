@@ -191,7 +191,7 @@ def test_make_run_takes_the_port() -> None:
         ("::1", True, True),
         ("localhost", True, True),
         ("127.0.0.1", False, False),  # --speed alone, or no simulation at all
-        ("0.0.0.0", True, False),  # noqa: S104 (every address: anyone on the network)
+        ("0.0.0.0", True, False),  # every address: anyone on the network
         ("::", True, False),
         ("10.1.2.3", True, False),
         ("192.168.0.7", True, False),

@@ -8,35 +8,19 @@ from pathlib import Path
 
 from playwright.sync_api import Page
 
+from tests.browser.support import WAIT_MS, settled, sign_in
 from tests.conftest import Server, StartServer
 from tests.e2e.support import bearer, ok
-from tests.simulation.announced import Cluster, announced
+from tests.simulation.announced import announced
 
-WAIT_MS = 20_000
 GRANT_MS = 90_000
-"""Long enough for the windows of the simulation's nodes to end (an hour of market time)."""
+"""Long enough for the windows of the simulation's nodes to end (an hour of market time), and
+for the ticks below on a busy machine."""
 TICKS = 60
 
 
 def tick_of(server: Server) -> int:
     return int(ok(server.client.get("/api/market/stats", params={"island": "ref"}))["tick"])
-
-
-def sign_in(page: Page, server: Server, cluster: Cluster) -> None:
-    page.goto(server.url + "/console")
-    page.fill("#token", cluster.token)
-    page.click("#sign-in button[type=submit]")
-    page.locator("#console").wait_for(state="visible", timeout=WAIT_MS)
-    page.wait_for_function(
-        "() => document.body.dataset.refreshedTick !== undefined", timeout=WAIT_MS
-    )
-
-
-def read_after(page: Page, tick: int) -> None:
-    """The page has read its cluster again after the island's tick `tick`."""
-    page.wait_for_function(
-        "(n) => Number(document.body.dataset.refreshedTick || 0) >= n", arg=tick, timeout=WAIT_MS
-    )
 
 
 def test_the_first_five_minutes_on_the_console_as_your_tenants(
@@ -46,7 +30,7 @@ def test_the_first_five_minutes_on_the_console_as_your_tenants(
     server = start_server("--simulate", "--speed", "60", operator_token=None)
     said = announced(server)
     vm, k8s = said.your("you-ref-vm"), said.your("you-ref-k8s")
-    sign_in(page, server, vm)
+    sign_in(page, server, bearer(vm.token))
     assert page.locator("#who-cluster").inner_text() == "you-ref-vm"
     card = page.locator("#first-five")
     assert card.is_visible()
@@ -71,7 +55,7 @@ def test_the_first_five_minutes_on_the_console_as_your_tenants(
     declared = "of 32 declared at most 5.0000 USD/GPU-h"
     holding = page.locator("#held .holding")
     assert holding.inner_text().startswith(f"Holding 32 GPUs (4 nodes) {declared}")
-    read_after(page, tick_of(server) + TICKS)
+    settled(page, tick_of(server) + TICKS, GRANT_MS)
     assert declared in holding.inner_text()
     capacity = ok(server.client.get("/api/vm/capacity", headers=bearer(vm.token)))
     assert (capacity["max_gpus"], capacity["max_price_per_gpu_hour"]) == (32, 5.0)
@@ -107,17 +91,17 @@ def test_the_first_five_minutes_on_the_console_as_your_tenants(
 
     # 2. and 3. as your Kubernetes tenant: a job, then a base load block on ref
     page.click("#sign-out")
-    sign_in(page, server, k8s)
+    sign_in(page, server, bearer(k8s.token))
     assert page.locator("#who-cluster").inner_text() == "you-ref-k8s"
     new_job = page.locator("#jobs form.new-job")
-    new_job.locator("input[name=name]").fill("train")
+    new_job.locator("input[name=name]").fill("first-job")
     new_job.locator("input[name=nodes]").fill("2")
     new_job.locator("input[name=price]").fill("5")
     new_job.locator("button[type=submit]").click()
-    job = page.locator("#jobs .job[data-job='train']")
+    job = page.locator("#jobs .job[data-job='first-job']")
     job.wait_for(timeout=WAIT_MS)
     page.wait_for_function(
-        "() => document.querySelector(\"#jobs .job[data-job='train']\").dataset.state"
+        "() => document.querySelector(\"#jobs .job[data-job='first-job']\").dataset.state"
         " === 'running'",
         timeout=GRANT_MS,
     )

@@ -79,7 +79,11 @@ def test_every_curl_line_of_the_first_five_minutes_runs_as_written(
 
     # 2. submit a job on your Kubernetes tenant
     submitted = run(submit)
-    assert (submitted["name"], submitted["nodes"], submitted["state"]) == ("train", 2, "pending")
+    assert (submitted["name"], submitted["nodes"], submitted["state"]) == (
+        "first-job",
+        2,
+        "pending",
+    )
     running = until(job, lambda a: a["state"] == "running", "the job running")
     assert "Provisioned" in [e["type"] for e in running["events"]]
 
@@ -113,8 +117,8 @@ def test_every_curl_line_of_the_first_five_minutes_runs_as_written(
     refused = run(declare_more)
     assert (refused["error"], refused["usd_per_day"]) == ("spend-limit", 200)
     assert refused["worst_case_usd"] > refused["left_usd"]
-    kept = run(capacity)
-    assert (kept["max_gpus"], kept["held_gpus"]) == (32, 32)
+    assert run(capacity)["max_gpus"] == 32  # the declaration stays (what is held may go back
+    # at a window's end, once the limit no longer covers its next hour)
     assert run(remove_limit)["usd_per_day"] is None
 
     # 5. the dashboard's figures for ref; and then, the operator's side
