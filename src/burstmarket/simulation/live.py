@@ -90,8 +90,8 @@ def announcement(options: LiveOptions, world: World) -> str:
     lines = [
         f"burstmarket: console {options.base_url}/console (tokens kept in {world.state_path}, "
         "mode 0600)",
-        f"yours, which the simulation never touches (account {YOUR_ACCOUNT}: funded, no spend "
-        "limit, nothing declared):",
+        f"yours, which the simulation never touches (account {YOUR_ACCOUNT}, made funded, with "
+        "no spend limit and nothing declared):",
         *(_cluster_line(t.kind, t.name, t.island, token) for t, token in yours),
         "watch, or sign in as a simulated tenant:",
         *(_cluster_line(s.kind, s.name, s.island, token) for s, token in world.console_tenants()),

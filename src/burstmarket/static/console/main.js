@@ -3,7 +3,8 @@
 // (api.js); the island's prices and price-to-win ladder come live from the public websocket
 // feed (/ws/market), and each tick of the island refreshes the cluster's own reads, so a grant
 // or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
-// data-refreshed-tick (what the browser test waits for).
+// data-refreshed-tick (what the browser test waits for). A "First five minutes" card on top
+// lists docs/first-five-minutes.md's steps until it is dismissed.
 import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
 import { drawSpend } from "./spendchart.js";
 
