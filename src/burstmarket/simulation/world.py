@@ -7,10 +7,10 @@ the tenant that buys a block); `World.start` starts the tenants at the first tic
 `World.step` is one tick of market time: the operator changes a reserve now and then and tops
 up accounts, then every tenant acts.
 
-With `make_yours`, setup also makes the tenants of the person running the demo (`serve --simulate`):
-a VM and a Kubernetes cluster on each island, of the account `you`, funded and otherwise as a
-new cluster is. Nothing of the simulation acts for them afterwards, not even the top-ups: they
-are never among `World.tenants` (docs/first-five-minutes.md).
+With `make_yours`, setup also makes the tenants of the person running the demo (`serve
+--simulate`): a VM and a Kubernetes cluster on each island, of the account `you`, funded and
+otherwise as a new cluster is. Nothing of the simulation acts for them afterwards, not even the
+top-ups: they are never among `World.tenants` (docs/first-five-minutes.md).
 """
 
 from __future__ import annotations
