@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import Server, StartServer
 from tests.e2e.support import (
+    CLOCK_START,
+    at,
     declare,
     make_account,
     make_cluster,
@@ -22,10 +24,8 @@ from tests.e2e.support import (
     set_bid,
     submit_job,
     tick,
+    when,
 )
-
-START = "2030-01-01T00:00:00+00:00"
-"""Market time of a new store in the tests that read the issue's clock figures."""
 
 
 def _nodes(server: Server, island: str) -> dict[str, Any]:
@@ -325,16 +325,6 @@ def test_a_step_down_whose_declared_price_can_never_clear_locks_the_lowest_clear
     assert market == 4_000_000 * 8 * 300_000  # the lock x 8 GPUs x the tick's 5 minutes
 
 
-def _at(hms: str, day: int = 0) -> datetime:
-    """A market time of the clock that starts at START."""
-    h, m, sec = (int(part) for part in hms.split(":"))
-    return datetime.fromisoformat(START) + timedelta(days=day, hours=h, minutes=m, seconds=sec)
-
-
-def _time(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
 def test_a_block_folds_its_own_running_job_and_leaves_another_tenants_protected_node(
     start_server: StartServer,
 ) -> None:
@@ -342,7 +332,7 @@ def test_a_block_folds_its_own_running_job_and_leaves_another_tenants_protected_
     window to 01:00:10). At 00:01:00 the operator makes a 1-node block for a. The block comes
     from a's own running work: jz folds in where it stands, and b's node is not reclaimed inside
     its window nor granted again (10-second ticks)."""
-    server = start_server(env={"BURSTMARKET_CLOCK_START": START})
+    server = start_server(env={"BURSTMARKET_CLOCK_START": CLOCK_START})
     make_island(server, "fold", nodes=2, reserve=1.0)
     _cap(server, "fold", 1)
     make_account(server, "fold-acct", balance=1000)
@@ -353,12 +343,12 @@ def test_a_block_folds_its_own_running_job_and_leaves_another_tenants_protected_
     ok(declare(server, b, 8, 3))
     tick(server, island="fold")
     (theirs,) = ok(server.client.get("/api/vm/capacity", headers=b))["nodes"]
-    assert (_time(theirs["granted_at"]), _time(theirs["window_ends_at"])) == (
-        _at("00:00:10"),
-        _at("01:00:10"),
+    assert (when(theirs["granted_at"]), when(theirs["window_ends_at"])) == (
+        at("00:00:10"),
+        at("01:00:10"),
     )
     (ours,) = read_job(server, a, "jz")["node_ids"]
-    assert _time(tick(server, count=5, island="fold")["time"]) == _at("00:01:00")
+    assert when(tick(server, count=5, island="fold")["time"]) == at("00:01:00")
 
     block = ok(_block(server, "fold-a", 1, 2.0, 2), 201)
     tick(server, island="fold")
@@ -369,9 +359,9 @@ def test_a_block_folds_its_own_running_job_and_leaves_another_tenants_protected_
     assert (nodes[ours]["state"], nodes[ours]["block"]) == ("base_load", block["id"])
     after = nodes[theirs["id"]]
     assert (after["state"], after["cluster"]) == ("held", "fold-b")
-    assert (_time(after["granted_at"]), _time(after["window_ends_at"])) == (
-        _at("00:00:10"),
-        _at("01:00:10"),
+    assert (when(after["granted_at"]), when(after["window_ends_at"])) == (
+        at("00:00:10"),
+        at("01:00:10"),
     )
 
 
@@ -384,25 +374,25 @@ def test_a_block_is_cancelled_a_day_after_the_tick_that_took_the_balance_to_zero
     below zero. A day of it cancels the block at 02:00 the next day, exactly, not a tick
     later: billed 25 h of steps, 200 USD (a tick later would bill 8 USD more)."""
     server = start_server(
-        "--clock", "manual", "--tick-seconds", "3600", env={"BURSTMARKET_CLOCK_START": START}
+        "--clock", "manual", "--tick-seconds", "3600", env={"BURSTMARKET_CLOCK_START": CLOCK_START}
     )
     make_island(server, "day", nodes=1, reserve=1.0)
     _cap(server, "day", 1)
     make_account(server, "day-acct", balance=10)
     make_cluster(server, "day-acct", "day", "k8s", "day-k")
-    assert _time(tick(server, island="day")["time"]) == _at("01:00:00")
+    assert when(tick(server, island="day")["time"]) == at("01:00:00")
     block = ok(_block(server, "day-k", 1, 1.0, 48), 201)
-    assert _time(block["starts_at"]) == _at("01:00:00")
+    assert when(block["starts_at"]) == at("01:00:00")
     path = "/api/admin/accounts/day-acct"
     assert not ok(server.client.get(path, headers=server.operator()))["billing_hold"]
-    assert _time(tick(server, island="day")["time"]) == _at("02:00:00")
+    assert when(tick(server, island="day")["time"]) == at("02:00:00")
     assert ok(server.client.get(path, headers=server.operator()))["billing_hold"]
 
-    assert _time(tick(server, count=24, island="day")["time"]) == _at("02:00:00", day=1)
+    assert when(tick(server, count=24, island="day")["time"]) == at("02:00:00", day=1)
     (cancelled,) = ok(
         server.client.get("/api/admin/clusters/day-k/base-load", headers=server.operator())
     )
     assert cancelled["state"] == "cancelled"
-    assert _time(cancelled["ended_at"]) == _at("02:00:00", day=1)
-    assert _time(cancelled["billed_until"]) == _at("02:00:00", day=1)
+    assert when(cancelled["ended_at"]) == at("02:00:00", day=1)
+    assert when(cancelled["billed_until"]) == at("02:00:00", day=1)
     assert Decimal(str(cancelled["billed_usd"])) == Decimal("200")  # 25 h of 8 GPUs at 1.0

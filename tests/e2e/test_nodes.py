@@ -4,13 +4,15 @@ uncordon returns the node as idle capacity. Time moves only by POST /api/admin/t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from tests.conftest import Server, StartServer
 from tests.e2e.support import (
+    CLOCK_START,
+    at,
     declare,
     make_account,
     make_cluster,
@@ -20,6 +22,8 @@ from tests.e2e.support import (
     set_bid,
     submit_job,
     tick,
+    ticks,
+    when,
 )
 
 TICK_HOURS = 300 / 3600
@@ -295,12 +299,7 @@ def test_an_uncordoned_idle_node_is_billed_from_its_return_to_its_release_and_no
     it is released after the idle grace, at 00:46:10, and billed exactly those 300 s: its
     5-minute increments count from its return, not from a grant whose hour went to the
     replacement."""
-    start = datetime(2030, 1, 1, tzinfo=UTC)
-    server = start_server(env={"BURSTMARKET_CLOCK_START": start.isoformat()})
-
-    def at(minutes: int, seconds: int) -> datetime:
-        return start + timedelta(minutes=minutes, seconds=seconds)
-
+    server = start_server(env={"BURSTMARKET_CLOCK_START": CLOCK_START})
     make_island(server, "ret", nodes=2, reserve=1.0)
     make_account(server, "ret-acct", balance=1000)
     k = make_cluster(server, "ret-acct", "ret", "k8s", "ret-k")
@@ -308,19 +307,19 @@ def test_an_uncordoned_idle_node_is_billed_from_its_return_to_its_release_and_no
     submit_job(server, k, "jz", 1)
     tick(server, island="ret")
     (node,) = read_job(server, k, "jz")["node_ids"]
-    assert datetime.fromisoformat(_nodes(server, "ret")[node]["granted_at"]) == at(0, 10)
-    assert datetime.fromisoformat(tick(server, count=185, island="ret")["time"]) == at(31, 0)
+    assert when(_nodes(server, "ret")[node]["granted_at"]) == at("00:00:10")
+    assert when(ticks(server, 185, "ret")["time"]) == at("00:31:00")
     _act(server, "ret", node, "cordon")
     tick(server, island="ret")
     (replacement,) = read_job(server, k, "jz")["node_ids"]
     assert replacement != node
-    assert datetime.fromisoformat(tick(server, count=60, island="ret")["time"]) == at(41, 10)
+    assert when(ticks(server, 60, "ret")["time"]) == at("00:41:10")
     back = _act(server, "ret", node, "uncordon")
     assert (back["state"], back["job"]) == ("held", None)
-    tick(server, count=29, island="ret")
+    ticks(server, 29, "ret")
     assert _nodes(server, "ret")[node]["state"] == "held"
     last = tick(server, island="ret")
-    assert datetime.fromisoformat(last["time"]) == at(46, 10)
+    assert when(last["time"]) == at("00:46:10")
     assert _nodes(server, "ret")[node]["state"] == "free"
 
     def billed_gpu_ms(since: datetime) -> int:
@@ -334,6 +333,6 @@ def test_an_uncordoned_idle_node_is_billed_from_its_return_to_its_release_and_no
 
     # from the uncordon: the returned node's 300 s and the replacement's 310 s (up to the end
     # of the interval the last tick billed in advance), 8 GPUs each
-    assert billed_gpu_ms(at(41, 10)) == 8 * (300 + 310) * 1000
+    assert billed_gpu_ms(at("00:41:10")) == 8 * (300 + 310) * 1000
     # past that interval nothing: no increment billed beyond the release
-    assert billed_gpu_ms(at(46, 20)) == 0
+    assert billed_gpu_ms(at("00:46:20")) == 0
