@@ -68,9 +68,9 @@ CLOSE_WAIT_SECONDS = 10.0
 
 CHECKPOINT_BYTES = 16 * 1024 * 1024
 """The write-ahead log's size past which the store checkpoints (DuckDB's own default)."""
-CHECKPOINT_RETRY_SECONDS = 5.0
+CHECKPOINT_RETRY_SECONDS = 30.0
 """After a failed checkpoint, how long the store waits before it tries one again (commits go on
-meanwhile, into the log)."""
+meanwhile, into the log): each failure costs a reopen, a second or so of refusals."""
 REOPEN_RETRY_SECONDS = 1.0
 """After a failed reopen, how long the store waits before it tries again (refusing meanwhile)."""
 READERS_WAIT_SECONDS = 2.0
