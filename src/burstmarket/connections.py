@@ -198,6 +198,11 @@ class LimitedHttpProtocol(HttpToolsProtocol):
         if not self.begun:
             self.transport.close()  # idle since it opened: nothing to answer
             return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request pipelined behind an answer still being written: refusing now would cut
+            # into that answer, so its time runs on until the answer is out
+            self._await_headers()
+            return
         self.refuse(RequestTimeout(peer_of(self.transport), self.limits.header_timeout))
 
 
