@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     import logging
 
     from burstmarket.settings import Settings
+    from burstmarket.simulation.live import OperatorShown
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
@@ -191,7 +193,8 @@ def serve(
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
     The dashboard is at http://HOST:PORT/. With --simulate or --speed and no
-    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only.
+    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only; it is
+    printed only on the local demo, --simulate on a loopback address.
     """
     import dataclasses
     import logging
@@ -226,8 +229,12 @@ def serve(
         islands=None if islands is None else _listed(islands),
         lease_seconds=lease_seconds,
     )
-    if (simulate or speed is not None) and settings.operator_token is None:
+    made = (simulate or speed is not None) and settings.operator_token is None
+    if made:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
+    shown: OperatorShown = "no"
+    if local_demo(host, simulate):
+        shown = "token" if made else "variable"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
 
     def started() -> None:
@@ -245,6 +252,7 @@ def serve(
             _pace(settings.clock, tick_seconds, speed),
             "on" if simulate else "off",
         )
+        _warm_up_the_engine(log)
         if simulate or speed is not None:
             from burstmarket.simulation.live import LiveOptions, start
 
@@ -257,6 +265,7 @@ def serve(
                     tick_seconds=tick_seconds,
                     tenants=simulate,
                     speed=speed,
+                    operator_shown=shown,
                 )
             )
 
@@ -266,6 +275,20 @@ def serve(
     except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+def _warm_up_the_engine(log: logging.Logger) -> None:
+    """The engine's kernels compiled (or loaded from numba's cache) before the first tick, so
+    that tick takes its usual time (auction/warmup.py)."""
+    from burstmarket.auction.warmup import warm_up
+
+    began = time.perf_counter()
+    warm_up()
+    log.info(
+        "auction engine compiled before the first tick in %.1f s (later starts load it from "
+        "numba's cache)",
+        time.perf_counter() - began,
+    )
 
 
 @app.command()
@@ -331,6 +354,21 @@ def _settings(log: logging.Logger, **flags: object) -> Settings:
     except ValueError as exc:
         log.error("cannot start: %s", exc)
         raise typer.Exit(code=2) from None
+
+
+def local_demo(host: str, simulate: bool) -> bool:
+    """`serve --simulate` bound to a loopback address: the embedded local demo, whose operator
+    token is printed for the person at this machine (docs/api.md "Who may call what")."""
+    import ipaddress
+
+    if not simulate:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def _listed(value: str) -> tuple[str, ...]:

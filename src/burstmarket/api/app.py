@@ -24,7 +24,7 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
-from burstmarket.api.web import STATIC, cors, feed_options, static_file
+from burstmarket.api.web import STATIC, answer_options, cors, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
@@ -48,7 +48,7 @@ async def dashboard() -> Response[bytes]:
 @get("/console", include_in_schema=False)
 async def console() -> Response[bytes]:
     """The tenants' console: signed in with a cluster token, it calls the tenant API like any
-    other client (README, "Console")."""
+    other client (docs/dashboard-and-console.md, "Console")."""
     return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
 
 
@@ -155,6 +155,7 @@ def create_app(settings: Settings) -> Litestar:
     app = Litestar(
         route_handlers=handlers,
         dependencies={"deps": Provide(lambda: deps, sync_to_thread=False)},
+        before_request=answer_options,  # OPTIONS: every method of the path
         dto=StrictBody,  # every handler's `data`: api/bodies.py
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
