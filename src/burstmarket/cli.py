@@ -96,6 +96,22 @@ PingOption = Annotated[
         "ping unanswered this long is closed 4008 slow-consumer.",
     ),
 ]
+HeaderTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0.001,
+        help="Seconds a client has to send a request's headers: past it the request is "
+        "refused 408 request-timeout (an idle connection is closed).",
+    ),
+]
+PerAddressOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Connections one client address may hold open, HTTP and websocket alike; the "
+        "next is refused 429 too-many-connections (0: no limit).",
+    ),
+]
 LogOption = Annotated[
     LogChoice,
     typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
@@ -147,6 +163,8 @@ def serve(
     ] = 200,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
     bus: Annotated[
@@ -211,6 +229,8 @@ def serve(
         rate_burst=rate_burst,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
@@ -289,6 +309,8 @@ def feed(
     port: PortOption = 8001,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
 ) -> None:
@@ -309,6 +331,8 @@ def feed(
         port=port,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
