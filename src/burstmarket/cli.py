@@ -189,6 +189,14 @@ def serve(
             "renewal (another process may take the island over after that).",
         ),
     ] = 10.0,
+    checkpoint_mib: Annotated[
+        float,
+        typer.Option(
+            min=0.01,
+            help="The store folds its write-ahead log into its file (a checkpoint) once the "
+            "log has grown past this many MiB.",
+        ),
+    ] = 16.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -228,6 +236,7 @@ def serve(
         bus=bus,
         islands=None if islands is None else _listed(islands),
         lease_seconds=lease_seconds,
+        checkpoint_mib=checkpoint_mib,
     )
     made = (simulate or speed is not None) and settings.operator_token is None
     if made:

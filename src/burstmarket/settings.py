@@ -106,6 +106,9 @@ class Settings:
     lease.py); None: every island of its store."""
     lease_seconds: float = 10.0
     """`--lease-seconds`: how long an island's lease outlives its owner's last renewal."""
+    checkpoint_mib: float = 16.0
+    """`--checkpoint-mib`: the store checkpoints once its write-ahead log has grown past this
+    (store/database.py; a failed checkpoint, a full disk, reopens the store)."""
     history_live: bool = True
     """Write each closed window to the Parquet history as the ticks go. `simulate` turns it off
     and writes its history once, at its end: a part per island, table and day, the layout the
@@ -114,6 +117,10 @@ class Settings:
     @property
     def database_path(self) -> Path:
         return self.data_dir / "market.duckdb"
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        return round(self.checkpoint_mib * 1024 * 1024)
 
     @property
     def tick_ms(self) -> int:
