@@ -156,15 +156,7 @@ class BaseLoadDesk:
                 b.notes = notes
             resized = nodes is not None and nodes != b.nodes
             if resized or (new_rate is not None and new_rate != b.rate):
-                if nodes is not None:
-                    others = [x for x in live_blocks(cur, island.id) if x.id != b.id]
-                    check_cap(c, island, others, nodes)
-                new, rows = split(c, island, b, _next_id(cur, c), now, new_rate, nodes, ends_at)
-                entries += rows
-                BLOCKS.update(cur, [b], BLOCK_PROGRESS)
-                BLOCKS.insert(cur, [new])
-                run(cur, "move_block_nodes", old=b.id, new=new.id)
-                b = new
+                b = _split(cur, c, island, b, now, new_rate, nodes, ends_at, entries)
             else:
                 if ends_at is not None:
                     entries += end_at(c, island, b, ends_at, now)
@@ -310,6 +302,30 @@ class BaseLoadDesk:
         entries += rows
         BLOCKS.insert(cur, [b])
         return b
+
+
+def _split(
+    cur: Cursor,
+    c: Cluster,
+    island: Island,
+    old: Block,
+    now: int,
+    rate: int | None,
+    nodes: int | None,
+    ends_at: int | None,
+    entries: list[Entry],
+) -> Block:
+    """`old` ends now and the block that continues it starts now, on its nodes; a new size
+    must fit the island's cap beside the other live blocks."""
+    if nodes is not None:
+        others = [x for x in live_blocks(cur, island.id) if x.id != old.id]
+        check_cap(c, island, others, nodes)
+    new, rows = split(c, island, old, _next_id(cur, c), now, rate, nodes, ends_at)
+    entries += rows
+    BLOCKS.update(cur, [old], BLOCK_PROGRESS)
+    BLOCKS.insert(cur, [new])
+    run(cur, "move_block_nodes", old=old.id, new=new.id)
+    return new
 
 
 def _next_id(cur: Cursor, c: Cluster) -> str:
