@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import logging
 
     from burstmarket.settings import Settings
+    from burstmarket.simulation.live import OperatorShown
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
@@ -173,7 +174,8 @@ def serve(
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
     The dashboard is at http://HOST:PORT/. With --simulate or --speed and no
-    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only.
+    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only; it is
+    printed only on the local demo, --simulate on a loopback address.
     """
     import dataclasses
     import logging
@@ -206,8 +208,12 @@ def serve(
         islands=None if islands is None else _listed(islands),
         lease_seconds=lease_seconds,
     )
-    if (simulate or speed is not None) and settings.operator_token is None:
+    made = (simulate or speed is not None) and settings.operator_token is None
+    if made:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
+    shown: OperatorShown = "no"
+    if local_demo(host, simulate):
+        shown = "token" if made else "variable"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
 
     def started() -> None:
@@ -237,6 +243,7 @@ def serve(
                     tick_seconds=tick_seconds,
                     tenants=simulate,
                     speed=speed,
+                    operator_shown=shown,
                 )
             )
 
@@ -307,6 +314,21 @@ def _settings(log: logging.Logger, **flags: object) -> Settings:
     except ValueError as exc:
         log.error("cannot start: %s", exc)
         raise typer.Exit(code=2) from None
+
+
+def local_demo(host: str, simulate: bool) -> bool:
+    """`serve --simulate` bound to a loopback address: the embedded local demo, whose operator
+    token is printed for the person at this machine (docs/api.md "Who may call what")."""
+    import ipaddress
+
+    if not simulate:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def _listed(value: str) -> tuple[str, ...]:

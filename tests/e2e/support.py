@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import httpx
@@ -13,6 +14,24 @@ from tests.conftest import Server
 
 T = TypeVar("T")
 DEADLINE_SECONDS = 90
+
+
+CLOCK_START = "2030-01-01T00:00:00+00:00"
+"""A new store's market time (BURSTMARKET_CLOCK_START) for tests that read clock figures as an
+operator would, from midnight: with 10-second ticks the first tick is at 00:00:10."""
+
+
+def at(hms: str, day: int = 0) -> datetime:
+    """The market time `hms` ("00:41:10") on `day` days after CLOCK_START's midnight."""
+    hours, minutes, seconds = (int(part) for part in hms.split(":"))
+    return datetime.fromisoformat(CLOCK_START) + timedelta(
+        days=day, hours=hours, minutes=minutes, seconds=seconds
+    )
+
+
+def when(value: str | None) -> datetime | None:
+    """A time of an answer (RFC 3339), comparable with `at`."""
+    return None if value is None else datetime.fromisoformat(value)
 
 
 def eventually(check: Callable[[], T | None], what: str, server: Server | None = None) -> T:
@@ -64,6 +83,15 @@ def tick(server: Server, count: int = 1, island: str | None = None) -> Any:
     if island is not None:
         body["island"] = island
     return ok(server.client.post("/api/admin/ticks", json=body, headers=server.operator()))
+
+
+def ticks(server: Server, count: int, island: str, per_request: int = 20) -> Any:
+    """`count` ticks of `island` in requests of at most `per_request` ticks, each well inside
+    the client's timeout on a busy machine; the last tick's statistics."""
+    done = None
+    for start in range(0, count, per_request):
+        done = tick(server, min(per_request, count - start), island)
+    return done
 
 
 def declare(

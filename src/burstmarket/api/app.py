@@ -47,7 +47,7 @@ async def dashboard() -> Response[bytes]:
 @get("/console", include_in_schema=False)
 async def console() -> Response[bytes]:
     """The tenants' console: signed in with a cluster token, it calls the tenant API like any
-    other client (README, "Console")."""
+    other client (docs/dashboard-and-console.md, "Console")."""
     return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
 
 

@@ -117,6 +117,10 @@ class NodeActions:
             n.idle_since = None  # its replacement never came: back to its job
         else:
             n.job, n.idle_since = None, now
+            if not n.window_open(now):
+                # outside any window its hour went to the replacement, or was over: it holds
+                # afresh from its return, billed from now in 5-minute increments from now
+                n.hold_until = now
         # the next tick commits its next hour, or releases it if that does not fit; it bills
         # from now on, as the cluster's again
         n.commit_price, n.commit_ends_at, n.billed_until = n.locked_price, now, now

@@ -59,6 +59,7 @@ def run_tick(inp: TickInput) -> TickOutput:
     # billing: the interval in advance, commitments, the blocks' steps
     billing.charge(s, clearing)
     billing.bill_blocks(s)
+    block_terms.count_negative(s)  # on the balance this tick's own billing leaves
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s)

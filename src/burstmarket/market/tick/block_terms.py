@@ -22,21 +22,29 @@ from burstmarket.states import BlockState
 
 def end_terms(s: TickState) -> None:
     """End of term steps the nodes down into the market; a balance at or below zero for 24 h
-    cancels the block at that moment."""
+    cancels the block at that moment (credit that came since the last tick stops the count)."""
     for b in s.live_blocks():
         c = s.clusters[b.cluster]
-        if s.inp.balances.get(c.account, 0) > 0:
-            if b.negative_since is not None:
-                b.negative_since = None
-                s.touch_block(b)
-        elif b.negative_since is None:
-            b.negative_since = s.t
+        if s.inp.balances.get(c.account, 0) > 0 and b.negative_since is not None:
+            b.negative_since = None
             s.touch_block(b)
         cancel_at = None if b.negative_since is None else b.negative_since + BASE_LOAD_GRACE_NS
         if cancel_at is not None and cancel_at <= s.t and cancel_at < b.ends_at:
             _cancel(s, b, cancel_at)
         elif s.t >= b.ends_at:
             _step_down(s, b)
+
+
+def count_negative(s: TickState) -> None:
+    """After the tick's billing: a live block whose account is now at or below zero counts its
+    24 h from this tick. The balance read is the one after the tick's own rows: a tick whose
+    billing takes the balance to zero starts the count itself, not the tick after it; one whose
+    rows bring it back above zero stops the count."""
+    for b in s.live_blocks():
+        negative = s.books.balance(s.clusters[b.cluster].account) <= 0
+        if negative != (b.negative_since is not None):
+            b.negative_since = s.t if negative else None
+            s.touch_block(b)
 
 
 def _cancel(s: TickState, b: Block, at: int) -> None:
