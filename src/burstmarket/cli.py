@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -231,6 +232,7 @@ def serve(
             _pace(settings.clock, tick_seconds, speed),
             "on" if simulate else "off",
         )
+        _warm_up_the_engine(log)
         if simulate or speed is not None:
             from burstmarket.simulation.live import LiveOptions, start
 
@@ -253,6 +255,20 @@ def serve(
     except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+def _warm_up_the_engine(log: logging.Logger) -> None:
+    """The engine's kernels compiled (or loaded from numba's cache) before the first tick, so
+    that tick takes its usual time (auction/warmup.py)."""
+    from burstmarket.auction.warmup import warm_up
+
+    began = time.perf_counter()
+    warm_up()
+    log.info(
+        "auction engine compiled before the first tick in %.1f s (later starts load it from "
+        "numba's cache)",
+        time.perf_counter() - began,
+    )
 
 
 @app.command()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -122,3 +124,39 @@ def test_every_tick_row_says_how_the_core_was_reached(market: Market) -> None:
     market.tick("lt")
     # two nodes, three single-node bids: VCG is in the core, one exact separation says so
     assert ticks(market) == [(1, T0, 1, True)]
+
+
+def test_a_run_due_while_the_last_still_runs_is_logged_once_with_its_time(
+    market: Market, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The loop as APScheduler runs it: a run comes due while a tick still runs; the line
+    says when it was due (APScheduler's event carries a list of times), and APScheduler's own
+    warning of it is not written beside ours."""
+    scheduler = TickScheduler(market, 0.05)
+    release = threading.Event()
+    monkey_tick = market.tick
+
+    def slow_tick(*args: Any, **kwargs: Any) -> Any:
+        release.wait(timeout=30)
+        return monkey_tick(*args, **kwargs)
+
+    market.tick = slow_tick  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        scheduler.start()
+        try:
+            for _ in range(600):  # until a run came due while the first tick was held
+                await asyncio.sleep(0.05)
+                if any("was due at" in r.getMessage() for r in caplog.records):
+                    break
+        finally:
+            release.set()
+            await scheduler.stop()
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(scenario())
+    due = [r.getMessage() for r in caplog.records if "was due at" in r.getMessage()]
+    assert due, "no run came due while the tick was held"
+    assert "?" not in due[0]
+    assert re.search(r"was due at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}", due[0]), due[0]
+    assert not [r for r in caplog.records if r.name.startswith("apscheduler")]

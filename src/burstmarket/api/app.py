@@ -24,7 +24,7 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
-from burstmarket.api.web import STATIC, cors, feed_options, static_file
+from burstmarket.api.web import STATIC, answer_options, cors, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
@@ -154,6 +154,7 @@ def create_app(settings: Settings) -> Litestar:
     app = Litestar(
         route_handlers=handlers,
         dependencies={"deps": Provide(lambda: deps, sync_to_thread=False)},
+        before_request=answer_options,  # OPTIONS: every method of the path
         dto=StrictBody,  # every handler's `data`: api/bodies.py
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
