@@ -96,6 +96,22 @@ PingOption = Annotated[
         "ping unanswered this long is closed 4008 slow-consumer.",
     ),
 ]
+HeaderTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0.001,
+        help="Seconds a client has to send a request's headers: past it the request is "
+        "refused 408 request-timeout (an idle connection is closed).",
+    ),
+]
+PerAddressOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Connections one client address may hold open, HTTP and websocket alike; the "
+        "next is refused 429 too-many-connections (0: no limit).",
+    ),
+]
 LogOption = Annotated[
     LogChoice,
     typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
@@ -147,6 +163,8 @@ def serve(
     ] = 200,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
     bus: Annotated[
@@ -171,6 +189,14 @@ def serve(
             "renewal (another process may take the island over after that).",
         ),
     ] = 10.0,
+    checkpoint_mib: Annotated[
+        float,
+        typer.Option(
+            min=0.01,
+            help="The store folds its write-ahead log into its file (a checkpoint) once the "
+            "log has grown past this many MiB.",
+        ),
+    ] = 16.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
@@ -203,11 +229,14 @@ def serve(
         rate_burst=rate_burst,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
         islands=None if islands is None else _listed(islands),
         lease_seconds=lease_seconds,
+        checkpoint_mib=checkpoint_mib,
     )
     made = (simulate or speed is not None) and settings.operator_token is None
     if made:
@@ -280,6 +309,8 @@ def feed(
     port: PortOption = 8001,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
 ) -> None:
@@ -300,6 +331,8 @@ def feed(
         port=port,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,

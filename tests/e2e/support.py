@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -176,3 +180,48 @@ class Scrape:
         """A sample's value; 0 for a labelled series not seen yet (a counter before its first
         count)."""
         return self.samples.get((name, frozenset(labels.items())), 0.0)
+
+
+class SmallDisk:
+    """A tmpfs of its own, mounted at `path` for one test and unmounted after
+    (`small_disk`): a disk that fills up for real. Mounting needs root, as CI and `make test`
+    run."""
+
+    FILLER = "filler"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def free_bytes(self) -> int:
+        stat = os.statvfs(self.path)
+        return stat.f_bavail * stat.f_frsize
+
+    def fill(self, leave: int = 0) -> None:
+        """Take all the room but about `leave` bytes, with a file of zeros (tmpfs keeps every
+        page of it)."""
+        room = self.free_bytes() - leave
+        chunk = b"\0" * (1 << 20)
+        with (self.path / self.FILLER).open("ab") as filler:
+            while room > 0:
+                try:
+                    filler.write(chunk[: min(room, len(chunk))])
+                    filler.flush()
+                except OSError:  # full already
+                    return
+                room -= len(chunk)
+
+    def empty(self) -> None:
+        """Give the room back."""
+        (self.path / self.FILLER).unlink(missing_ok=True)
+
+
+@contextmanager
+def small_disk(path: Path, size: str) -> Iterator[SmallDisk]:
+    """A tmpfs of `size` (`mount`'s syntax: `64m`) at `path`. Stop every server using it
+    before leaving the block: a busy mount does not unmount."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield SmallDisk(path)
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

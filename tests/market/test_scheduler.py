@@ -31,6 +31,14 @@ INTERVAL_S = 10.0
 INTERVAL_NS = 10 * NS_PER_S
 
 
+class WallClock(ManualClock):
+    """The real clock the tick loop runs on, held still: it moves only when the test moves it,
+    never with a tick (a manual clock follows the ticks that commit)."""
+
+    def ticked(self, ns: int) -> None:
+        """Nothing: the wall clock does not follow the ticks."""
+
+
 @dataclass
 class SlowTicks:
     """Wraps `Market.tick`: the n-th tick of island `lt` takes `durations[n]` seconds on the
@@ -65,7 +73,7 @@ class SlowTicks:
 def market(tmp_path: Path) -> Iterator[Market]:
     settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=INTERVAL_S)
     db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+    market = Market(db, WallClock(T0), settings)
     operator = Operator(market)
     operator.islands.put("lt", IslandChange(8, 2, Decimal(1)))
     operator.accounts.create(NewAccount("acct", Decimal(1_000)))

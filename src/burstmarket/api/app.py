@@ -92,7 +92,7 @@ def create_app(settings: Settings) -> Litestar:
     if settings.bus is not None and settings.islands is not None:
         leases = _leases(settings, settings.islands)
     try:
-        db = Database(settings.database_path)
+        db = Database(settings.database_path, settings.checkpoint_bytes)
     except Exception:
         if leases is not None:  # the next process need not wait for them to lapse
             leases.release()

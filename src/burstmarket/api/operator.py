@@ -195,7 +195,8 @@ def get_base_load(deps: Deps, cluster_id: FromPath[str]) -> list[BlockView]:
 
 @post("/ticks", status_code=200, responses=refusals(*WITH_BODY, ManualClockOnly))
 async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
-    """Run `count` ticks back to back, each advancing the manual clock by one interval."""
+    """Run `count` ticks back to back, each one interval after market time (the manual clock's,
+    moved by each tick that commits)."""
     clock = deps.clock
     if not isinstance(clock, ManualClock):
         raise ManualClockOnly(
@@ -210,9 +211,10 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
     last: dict[str, TickCommitted] = {}
     async with deps.tick_lock:
         for _ in range(data.count):
-            now = clock.advance(market.interval_ns)
+            # market time reaches `at` only once a tick at `at` commits (ManualClock.ticked)
+            at = clock.now_ns() + market.interval_ns
             for island in islands:
-                event = await anyio.to_thread.run_sync(market.tick, island, now)
+                event = await anyio.to_thread.run_sync(market.tick, island, at)
                 market.publish(event)
                 last[island] = event
     shown = last[data.island or islands[0]].stats

@@ -11,7 +11,8 @@ The auction clears holding nothing, so declarations never wait for it:
    read and writes changes before it commits.
 3. commit the tick's rows in one transaction, with the scale-downs that lowered demand asked for
    while it cleared (`_late_scale_downs`), and update what declarations read (last tick, rates,
-   balances, the hot copy) before the writer runs anything else.
+   balances, the hot copy, and on the manual clock market time itself) before the writer runs
+   anything else. A tick that does not commit changes none of them.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ class TickRunner:
                 figures.ticked(island_id, LastTick(number, at), out.rates)
                 figures.fold(out.ledger)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
-                self._lock.end_tick()
+                self._clock.ticked(at)  # market time moves with a committed tick only
         finally:
-            self._lock.end_tick()  # a failed tick commits nothing and lets waiters go
+            self._lock.end_tick()  # committed or not (then nothing was), waiters go on
         done = perf_counter()
         return _committed(
             inp, out, {"read": read - started, "clear": cleared - read, "commit": done - cleared}
