@@ -148,7 +148,7 @@ def test_a_feed_edge_loads_neither_the_store_nor_the_engine() -> None:
     """`burstmarket feed` has no store of its own: its process never loads DuckDB (nor the
     engine's numerical libraries), which keeps an edge small."""
     code = (
-        "import sys, burstmarket.api.edge, burstmarket.server, burstmarket.cli; "
+        "import sys, burstmarket.api.edge_app, burstmarket.server, burstmarket.cli; "
         "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow', 'numpy', 'burstmarket.store')"
         " if m in sys.modules))"
     )

@@ -319,7 +319,7 @@ def feed(
     import logging
 
     from burstmarket import logsafe
-    from burstmarket.api.edge import create_edge_app
+    from burstmarket.api.edge_app import create_edge_app
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
 

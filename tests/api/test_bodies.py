@@ -9,7 +9,7 @@ from decimal import Decimal
 import msgspec
 import pytest
 
-from burstmarket.api.bodies import decode, price
+from burstmarket.api.bodies import decode
 from burstmarket.contract import (
     MAX_NAME,
     MAX_NODE_ID,
@@ -22,6 +22,7 @@ from burstmarket.contract import (
     OfferGrid,
 )
 from burstmarket.errors import Invalid
+from burstmarket.market.desks.inputs import price
 
 
 def refused(raw: bytes, kind: type[msgspec.Struct]) -> dict[str, object]:

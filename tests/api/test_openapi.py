@@ -22,9 +22,10 @@ from litestar.params import QueryParameter
 from litestar.routes import HTTPRoute
 
 from burstmarket import contract
-from burstmarket.api.bodies import decode, price
+from burstmarket.api.bodies import decode
 from burstmarket.clock import parse_time
 from burstmarket.errors import Invalid, MarketError
+from burstmarket.market.desks.inputs import price
 from tests.api.support import OPERATOR, app_at, ok, running, vm_and_k8s
 
 Operation = tuple[str, str, HTTPRouteHandler]

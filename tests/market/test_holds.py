@@ -256,8 +256,8 @@ def test_a_block_counts_its_day_from_the_tick_whose_billing_takes_the_balance_to
 
 def test_a_node_back_from_the_operator_bills_its_increments_from_its_return() -> None:
     """A node whose hour went to its replacement comes back idle at 41:10 holding from its
-    return (market/nodes.py); released after the idle grace at 46:10 it owes nothing more:
-    its 5-minute increments count from 41:10, not from its grant at 00:10."""
+    return (market/desks/node_actions.py); released after the idle grace at 46:10 it owes
+    nothing more: its 5-minute increments count from 41:10, not from its grant at 00:10."""
     (n,) = island = nodes(1)
     k = k8s("k")
     back = T0 + (41 * 60 + 10) * NS_PER_S

@@ -12,20 +12,20 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.contract import CapacityDeclaration, IslandChange, NewAccount, NewCluster
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
 
-USD = 1_000_000
 T0 = 1_800_000_000 * NS_PER_S
 INTERVAL_S = 10.0
 INTERVAL_NS = 10 * NS_PER_S
@@ -75,12 +75,12 @@ def market(tmp_path: Path) -> Iterator[Market]:
     db = Database(settings.database_path)
     market = Market(db, WallClock(T0), settings)
     operator = Operator(market)
-    operator.put_island("lt", 8, 2, USD, None, False)
-    operator.create_account("acct", 1_000 * USD)
+    operator.islands.put("lt", IslandChange(8, 2, Decimal(1)))
+    operator.accounts.create(NewAccount("acct", Decimal(1_000)))
     tenant = Tenant(market)
     for name, price in (("a", 6), ("b", 5), ("c", 4)):
-        operator.create_cluster("acct", "lt", "vm", name)
-        asyncio.run(tenant.declare_vm(name, 8, price * USD, []))
+        operator.clusters.create(NewCluster("acct", "lt", "vm", name))
+        asyncio.run(tenant.vm.declare(name, CapacityDeclaration(8, Decimal(price))))
     yield market
     db.close()
 

@@ -29,9 +29,8 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_d
 from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
 from burstmarket.lease import Leases, LeaseUnavailable
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database

@@ -10,23 +10,20 @@ as its type (a list of Structs item by item, so `cells[2].term_hours` is named),
 names the field (and the length `limit` it went past, from the type's `msgspec.Meta`) from the
 Struct's own description, never by reading the error's text.
 
-Money is then turned into integer micro-dollars (`price`, `amount`), refused, never rounded,
-off the grid or range.
+The handler hands the Struct to the market's desk, which turns its money into integer
+micro-dollars, refused, never rounded, off the grid or range (market/desks/inputs.py).
 """
 
 from __future__ import annotations
 
 import typing
-from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
 from litestar.dto import AbstractDTO
 from litestar.typing import FieldDefinition
 
-from burstmarket.contract import MAX_NODE_SPEC_BYTES
 from burstmarket.errors import Invalid
-from burstmarket.money import MoneyError, parse_amount, parse_price
 from burstmarket.nesting import check_nesting
 
 if typing.TYPE_CHECKING:
@@ -157,35 +154,3 @@ class StrictBody(AbstractDTO[Any]):
         return schema_creator.for_field_definition(
             FieldDefinition.from_annotation(field_definition.annotation)
         )
-
-
-def node_spec(value: Any) -> Any:
-    """An island's free-form node_spec, bounded in size."""
-    size = len(msgspec.json.encode(value))
-    if size > MAX_NODE_SPEC_BYTES:
-        raise Invalid(
-            "node_spec",
-            f"is {size} bytes of JSON, over {MAX_NODE_SPEC_BYTES}",
-            limit=MAX_NODE_SPEC_BYTES,
-        )
-    return value
-
-
-def price(field: str, value: Decimal) -> int:
-    """A price in USD per GPU-hour -> µUSD, refused (never rounded) off the grid or range."""
-    try:
-        return parse_price(value)
-    except MoneyError as exc:
-        raise Invalid(field, str(exc), value=value) from None
-
-
-def optional_price(field: str, value: Decimal | None) -> int | None:
-    return None if value is None else price(field, value)
-
-
-def amount(field: str, value: Decimal) -> int:
-    """A dollar amount -> µUSD (at most 6 decimals)."""
-    try:
-        return parse_amount(value)
-    except MoneyError as exc:
-        raise Invalid(field, str(exc), value=value) from None

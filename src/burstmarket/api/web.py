@@ -1,4 +1,4 @@
-"""What the market's app (api/app.py) and a feed edge's (api/edge.py) share: the files shipped
+"""What the market's app (api/app.py) and a feed edge's (api/edge_app.py) share: the files shipped
 in the package that `/static/` serves (the dashboard's, the console's, the API docs' Swagger
 UI), CORS for the public market data, the answer to OPTIONS, and the feed's options."""
 

@@ -165,9 +165,6 @@ class Node:
     def window_open(self, now: int) -> bool:
         return self.window_ends_at is not None and self.window_ends_at > now
 
-    def is_free(self) -> bool:
-        return self.cluster is None and self.service is None
-
     def owed(self, now: int) -> bool:
         return self.owed_until is not None and self.owed_until > now
 

@@ -7,7 +7,7 @@ The auction clears holding nothing, so declarations never wait for it:
 2. read the snapshot and clear it, holding nothing. Exclusive sections wait for the tick. VM
    declarations on the island go on: the book closed at the snapshot, so new demand counts from
    the next tick. One that would release nodes the cluster holds would change what the tick
-   decided: it waits for the tick and runs after it (Tenant.declare_vm). So nothing the tick
+   decided: it waits for the tick and runs after it (VmDesk.declare). So nothing the tick
    read and writes changes before it commits.
 3. commit the tick's rows in one transaction, with the scale-downs that lowered demand asked for
    while it cleared (`_late_scale_downs`), and update what declarations read (last tick, rates,
@@ -29,9 +29,9 @@ from burstmarket.market.figures import Figures, LastTick
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
+from burstmarket.market.lookups import read_island
 from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
 from burstmarket.market.purchases import purchase_money
-from burstmarket.market.state import read_island
 from burstmarket.market.tables import (
     ALLOCATIONS,
     BLOCK_PROGRESS,

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from burstmarket.errors import StoreUnavailable
-from burstmarket.shipped import sql
+from burstmarket.shipped import migrations, sql
 from burstmarket.store.faults import first_line
 from burstmarket.store.rows import Cursor, fetch_tuples, forget_batches
 from burstmarket.store.table import Table
@@ -47,15 +47,9 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = (
-    "schema_001",
-    "schema_002",
-    "schema_003",
-    "schema_004",
-    "schema_005",
-    "schema_006",
-)
-"""sql/ files applied in order; the index + 1 is the schema version they bring the store to."""
+MIGRATIONS = migrations()
+"""sql/schema_NNN.sql applied in order; the index + 1 is the schema version they bring the
+store to. A new migration is a new file, found by its name."""
 
 
 PRIVATE_UMASK = 0o077

@@ -19,9 +19,9 @@ from burstmarket.contract import NodeView
 from burstmarket.errors import Invalid, NotFound
 from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import Entry, stop_billing
+from burstmarket.market.lookups import cluster_nodes, read_cluster, read_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, Node
-from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd
 from burstmarket.states import NodeState, OutOfService
