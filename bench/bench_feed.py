@@ -59,6 +59,9 @@ KEEPALIVE = ["--feed-ping-seconds", "600"]
 """A client process connecting its thousands of subscribers one after the other reads none of
 them meanwhile; at the default 20 s keepalive, the first ones would be closed as slow consumers
 for leaving a ping unanswered before the measurement starts."""
+ONE_ADDRESS = ["--connections-per-address", "0"]
+"""Every subscriber of the bench comes from 127.0.0.1: thousands of them, past the default
+limit of connections one address may hold."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -107,6 +110,7 @@ class Server:
                 "--tick-seconds",
                 "10",
                 *KEEPALIVE,
+                *ONE_ADDRESS,
                 *(["--bus", bus] if bus else []),
             ],
             stdout=self.log,
@@ -425,6 +429,7 @@ class Edge:
                 "--port",
                 str(self.port),
                 *KEEPALIVE,
+                *ONE_ADDRESS,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,

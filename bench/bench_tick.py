@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from burstmarket.auction import Clearing, IslandInput  # noqa: E402
 from burstmarket.auction import clear as engine_clear  # noqa: E402
 from burstmarket.clock import NS_PER_HOUR, ManualClock  # noqa: E402
+from burstmarket.market.islands import create_island  # noqa: E402
 from burstmarket.market.market import Market  # noqa: E402
 from burstmarket.market.model import Island  # noqa: E402
-from burstmarket.market.state import create_island  # noqa: E402
 from burstmarket.market.tick import clearing as tick_clearing  # noqa: E402
 from burstmarket.settings import Settings  # noqa: E402
 from burstmarket.store import Database  # noqa: E402

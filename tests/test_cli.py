@@ -1,6 +1,7 @@
 """The command line refuses what it cannot do with one line and a non-zero exit: a port outside
 1–65535, a port in use (before anything starts), an island or a range `export` has no history
-for; and it answers `-h`, `--version`, and `make run PORT=...`."""
+for; it answers `-h`, `--version`, and `make run PORT=...`; and it prints the operator
+token on the local demo only (`serve --simulate` bound to loopback)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from burstmarket.cli import local_demo
 from tests.conftest import (
     BURSTMARKET,
     OPERATOR_TOKEN,
@@ -179,3 +181,25 @@ def test_make_run_takes_the_port() -> None:
     assert done.returncode == 0, done.stderr
     (command,) = [line for line in done.stdout.splitlines() if "burstmarket serve" in line]
     assert command.endswith("burstmarket serve --simulate --port 9000")
+
+
+@pytest.mark.parametrize(
+    ("host", "simulate", "printed"),
+    [
+        ("127.0.0.1", True, True),
+        ("127.0.0.2", True, True),
+        ("::1", True, True),
+        ("localhost", True, True),
+        ("127.0.0.1", False, False),  # --speed alone, or no simulation at all
+        ("0.0.0.0", True, False),  # every address: anyone on the network
+        ("::", True, False),
+        ("10.1.2.3", True, False),
+        ("192.168.0.7", True, False),
+        ("market.example.com", True, False),
+    ],
+)
+def test_the_operator_token_is_printed_on_simulate_bound_to_loopback_only(
+    host: str, simulate: bool, printed: bool
+) -> None:
+    # the tests never bind outside 127.0.0.0/8, so the other addresses are decided here
+    assert local_demo(host, simulate) is printed

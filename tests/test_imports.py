@@ -106,6 +106,26 @@ def test_the_package_has_no_import_cycle() -> None:
             visit(module, [module])
 
 
+def test_the_kinds_of_demand_are_pure_and_sit_under_the_tick() -> None:
+    """market/kinds/, which the tick asks, reaches (through everything it imports) no I/O
+    library and nothing of the store, the API or the feed; and it imports nothing of the tick,
+    which imports it (kinds see the tick through their own `TickView`)."""
+    known = modules()
+    graph = {name: imported_modules(name, path, known) for name, path in known.items()}
+    kinds = sorted(name for name in known if name.startswith("burstmarket.market.kinds"))
+    assert len(kinds) >= 4
+    reached, todo = set(kinds), list(kinds)
+    while todo:
+        for imported in graph[todo.pop()] - reached:
+            reached.add(imported)
+            todo.append(imported)
+    for module in sorted(reached):
+        for layer in ("store", "api", "feed", "history", "market.tick", "market.market"):
+            assert not module.startswith(f"burstmarket.{layer}"), (kinds, module)
+        assert not imported_roots(known[module]) & FORBIDDEN, module
+    assert "burstmarket.market.kinds" in graph["burstmarket.market.tick.tick_state"]
+
+
 def test_only_the_store_reaches_duckdb() -> None:
     """DuckDB is imported by store/ alone, and nothing else runs a statement on a cursor or
     opens one by hand: a reader takes `Database.read()`, the one read path."""
@@ -128,7 +148,7 @@ def test_a_feed_edge_loads_neither_the_store_nor_the_engine() -> None:
     """`burstmarket feed` has no store of its own: its process never loads DuckDB (nor the
     engine's numerical libraries), which keeps an edge small."""
     code = (
-        "import sys, burstmarket.api.edge, burstmarket.server, burstmarket.cli; "
+        "import sys, burstmarket.api.edge_app, burstmarket.server, burstmarket.cli; "
         "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow', 'numpy', 'burstmarket.store')"
         " if m in sys.modules))"
     )

@@ -5,20 +5,26 @@ Structs of contract.py, query and path parameters from the signatures, the beare
 the routers' `security`. This module gives it the rest:
 - `refusals(...)`: a route's refusals, `{error, detail, ...figures}` with each code under its
   status (errors.py holds code and status of each);
-- `MoneyAsNumber`: money read as a Decimal goes on the wire as a JSON number, not a string;
+- `MoneyAsNumber`: money read as a Decimal goes on the wire as a JSON number, not a string,
+  within the range money.py holds it to;
 - `documented(...)`: what a signature cannot say, for the few handlers that answer prebuilt
   bytes: the JSON Schema of the feed's answers (from its catalog) and the other media types
   (CSV, Arrow) an endpoint may answer in;
 - `finish(...)`: litestar lists a `400 ValidationException` answer of its own shape on every
   operation with parameters; ours never answer it (api/errors.py makes it `invalid`, 422),
-  so it goes;
+  so it goes. It also writes what litestar leaves out of what a client sends, each from the
+  definition the server enforces: that a body refuses unknown fields (`additionalProperties:
+  false`, the Struct's `forbid_unknown_fields`), a bound of 0 on an optional number (the
+  Struct field's `msgspec.Meta`; litestar drops a 0 as if unset), and a time's format and range
+  (`TimeSchema`, from clock.py's EARLIEST and LATEST);
 - the Swagger UI at `/schema` and `/schema/swagger`, its script and styles shipped in the
   package (`static/docs-ui/`, from the swagger-ui-dist npm package), so it renders offline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
@@ -29,6 +35,7 @@ from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import (
     Components,
     OpenAPI,
+    OpenAPIFormat,
     OpenAPIMediaType,
     OpenAPIResponse,
     OpenAPIType,
@@ -41,7 +48,10 @@ from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 
 from burstmarket import __version__
+from burstmarket.clock import EARLIEST, LATEST
+from burstmarket.contract import Body
 from burstmarket.errors import MarketError
+from burstmarket.money import MAX_AMOUNT_USD, MAX_PRICE_USD
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -52,13 +62,16 @@ BEARER = "BearerToken"
 SECURITY: list[dict[str, list[str]]] = [{BEARER: []}]
 """A router's `security`: its routes take `Authorization: Bearer <token>`."""
 
+TIME_RANGE = f"from {EARLIEST:%Y-%m-%d} to before {LATEST:%Y-%m-%d}"
 TimeQuery = Annotated[
     str | None,
     QueryParameter(
-        description="RFC 3339; no offset means UTC", schema_extra={"format": "date-time"}
+        description=f"RFC 3339; no offset means UTC; {TIME_RANGE}",
+        schema_extra={"format": "date-time"},
     ),
 ]
-"""A time a client may send in the query (`start`, `end`): checked by clock.parse_time."""
+"""A time a client may send in the query (`start`, `end`): checked by clock.parse_time (its
+range goes into the document in `finish`)."""
 
 DOCS_UI = "/static/docs-ui"
 """Where app.py serves the vendored Swagger UI (src/burstmarket/static/docs-ui/)."""
@@ -87,8 +100,22 @@ def openapi_config() -> OpenAPIConfig:
     )
 
 
+def money_schema(kind: str | None) -> Schema:
+    """A JSON number, in the range of its kind of money (contract.py names the kind in the
+    field's `Meta`): the range money.py, and the market, hold it to."""
+    top = float(MAX_AMOUNT_USD)
+    if kind == "price":  # parse_price: above 0, at most MAX_PRICE_USD
+        return Schema(type=OpenAPIType.NUMBER, exclusive_minimum=0, maximum=float(MAX_PRICE_USD))
+    if kind == "amount":  # parse_amount: at most MAX_AMOUNT_USD either side of 0
+        return Schema(type=OpenAPIType.NUMBER, minimum=-top, maximum=top)
+    if kind == "positive":  # parse_amount, and the market refuses 0 and below
+        return Schema(type=OpenAPIType.NUMBER, exclusive_minimum=0, maximum=top)
+    return Schema(type=OpenAPIType.NUMBER)
+
+
 class MoneyAsNumber(OpenAPISchemaPlugin):
-    """Money in a request body is a JSON number (read as a Decimal, digit for digit)."""
+    """Money in a request body is a JSON number (read as a Decimal, digit for digit), in the
+    range of its kind (`money_schema`)."""
 
     @staticmethod
     def is_plugin_supported_type(value: Any) -> bool:
@@ -97,7 +124,35 @@ class MoneyAsNumber(OpenAPISchemaPlugin):
     def to_openapi_schema(
         self, field_definition: FieldDefinition, schema_creator: SchemaCreator
     ) -> Schema:
-        return Schema(type=OpenAPIType.NUMBER)
+        kinds = [
+            meta.extra["money"]
+            for meta in field_definition.metadata
+            if isinstance(meta, msgspec.Meta) and meta.extra and "money" in meta.extra
+        ]
+        return money_schema(kinds[-1] if kinds else None)
+
+
+@dataclass
+class TimeSchema(Schema):
+    """A time a client sends: RFC 3339, in the range clock.parse_time takes, in JSON Schema's
+    format bounds (the keywords of ajv-formats; litestar's Schema has no field for them)."""
+
+    format_minimum: str | None = field(default=None, metadata={"alias": "formatMinimum"})
+    format_exclusive_maximum: str | None = field(
+        default=None, metadata={"alias": "formatExclusiveMaximum"}
+    )
+
+    __hash__ = Schema.__hash__
+
+    @classmethod
+    def of(cls, schema: Schema) -> TimeSchema:
+        """`schema` (a string's, with its length and description), bounded in time."""
+        kept = {one.name: getattr(schema, one.name) for one in fields(Schema)}
+        return cls(
+            **kept | {"format": OpenAPIFormat.DATE_TIME},
+            format_minimum=EARLIEST.isoformat().replace("+00:00", "Z"),
+            format_exclusive_maximum=LATEST.isoformat().replace("+00:00", "Z"),
+        )
 
 
 def refusals(*errors: type[MarketError]) -> dict[int, ResponseSpec]:
@@ -148,9 +203,75 @@ def documented(
 
 
 def finish(openapi: OpenAPI) -> None:
-    """Drop litestar's own `400` answers: a malformed parameter or body is our `invalid`."""
+    """Drop litestar's own `400` answers (a malformed parameter or body is our `invalid`); bound
+    the times of the query; close the bodies (`_close_body`)."""
     for item in (openapi.paths or {}).values():
         for method in ("get", "put", "post", "delete", "options", "head", "patch", "trace"):
             operation = getattr(item, method, None)
-            if operation is not None and operation.responses:
+            if operation is None:
+                continue
+            if operation.responses:
                 operation.responses.pop("400", None)
+            for parameter in operation.parameters or []:
+                schema = getattr(parameter, "schema", None)
+                if isinstance(schema, Schema) and schema.format == OpenAPIFormat.DATE_TIME:
+                    parameter.schema = TimeSchema.of(schema)
+    schemas = openapi.components.schemas or {}
+    for body in _bodies(Body):
+        if body.__name__ in schemas:  # a body some route takes
+            _close_body(body, schemas[body.__name__])
+
+
+def _bodies(kind: type[Body]) -> Iterator[type[Body]]:
+    for sub in kind.__subclasses__():
+        yield sub
+        yield from _bodies(sub)
+
+
+def _close_body(body: type[Body], schema: Schema) -> None:
+    """What the server holds `body` to and litestar does not write: unknown fields refused, a
+    0 bound of an optional number, a time's format and range."""
+    if body.__struct_config__.forbid_unknown_fields:
+        schema.additional_properties = False
+    info = msgspec.inspect.type_info(body)
+    assert isinstance(info, msgspec.inspect.StructType)
+    properties = schema.properties or {}
+    for one in info.fields:
+        prop = properties.get(one.encode_name)
+        if not isinstance(prop, Schema):
+            continue  # a Struct of its own, closed as a body
+        if _is_time(one.type):
+            properties[one.encode_name] = TimeSchema.of(prop)
+        number = _number(one.type)
+        if number is not None:
+            for bound, key in (
+                ("gt", "exclusive_minimum"),
+                ("ge", "minimum"),
+                ("lt", "exclusive_maximum"),
+                ("le", "maximum"),
+            ):
+                if getattr(number, bound) is not None and getattr(prop, key) is None:
+                    setattr(prop, key, getattr(number, bound))
+
+
+def _members(kind: msgspec.inspect.Type) -> Iterator[msgspec.inspect.Type]:
+    """`kind` and what it wraps: an annotation's type, a union's members."""
+    yield kind
+    if isinstance(kind, msgspec.inspect.Metadata):
+        yield from _members(kind.type)
+    elif isinstance(kind, msgspec.inspect.UnionType):
+        for member in kind.types:
+            yield from _members(member)
+
+
+def _is_time(kind: msgspec.inspect.Type) -> bool:
+    """A string contract.py marks as a date-time (`extra_json_schema`, which litestar drops)."""
+    return any(
+        isinstance(one, msgspec.inspect.Metadata)
+        and (one.extra_json_schema or {}).get("format") == "date-time"
+        for one in _members(kind)
+    )
+
+
+def _number(kind: msgspec.inspect.Type) -> msgspec.inspect.IntType | None:
+    return next((one for one in _members(kind) if isinstance(one, msgspec.inspect.IntType)), None)

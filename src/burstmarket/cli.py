@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     import logging
 
     from burstmarket.settings import Settings
+    from burstmarket.simulation.live import OperatorShown
 
 app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
@@ -94,6 +96,22 @@ PingOption = Annotated[
         "ping unanswered this long is closed 4008 slow-consumer.",
     ),
 ]
+HeaderTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0.001,
+        help="Seconds a client has to send a request's headers: past it the request is "
+        "refused 408 request-timeout (an idle connection is closed).",
+    ),
+]
+PerAddressOption = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Connections one client address may hold open, HTTP and websocket alike; the "
+        "next is refused 429 too-many-connections (0: no limit).",
+    ),
+]
 LogOption = Annotated[
     LogChoice,
     typer.Option(help="text: TIME LEVEL LOGGER: MESSAGE lines; json: one object a line."),
@@ -145,6 +163,8 @@ def serve(
     ] = 200,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
     bus: Annotated[
@@ -169,11 +189,20 @@ def serve(
             "renewal (another process may take the island over after that).",
         ),
     ] = 10.0,
+    checkpoint_mib: Annotated[
+        float,
+        typer.Option(
+            min=0.01,
+            help="The store folds its write-ahead log into its file (a checkpoint) once the "
+            "log has grown past this many MiB.",
+        ),
+    ] = 16.0,
 ) -> None:
     """Run the market service (operator token from BURSTMARKET_OPERATOR_TOKEN).
 
     The dashboard is at http://HOST:PORT/. With --simulate or --speed and no
-    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only.
+    BURSTMARKET_OPERATOR_TOKEN, a random operator token is made for this process only; it is
+    printed only on the local demo, --simulate on a loopback address.
     """
     import dataclasses
     import logging
@@ -200,14 +229,21 @@ def serve(
         rate_burst=rate_burst,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
         islands=None if islands is None else _listed(islands),
         lease_seconds=lease_seconds,
+        checkpoint_mib=checkpoint_mib,
     )
-    if (simulate or speed is not None) and settings.operator_token is None:
+    made = (simulate or speed is not None) and settings.operator_token is None
+    if made:
         settings = dataclasses.replace(settings, operator_token=secrets.token_urlsafe(32))
+    shown: OperatorShown = "no"
+    if local_demo(host, simulate):
+        shown = "token" if made else "variable"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
 
     def started() -> None:
@@ -225,6 +261,7 @@ def serve(
             _pace(settings.clock, tick_seconds, speed),
             "on" if simulate else "off",
         )
+        _warm_up_the_engine(log)
         if simulate or speed is not None:
             from burstmarket.simulation.live import LiveOptions, start
 
@@ -237,6 +274,7 @@ def serve(
                     tick_seconds=tick_seconds,
                     tenants=simulate,
                     speed=speed,
+                    operator_shown=shown,
                 )
             )
 
@@ -248,6 +286,20 @@ def serve(
         raise typer.Exit(code=1) from None
 
 
+def _warm_up_the_engine(log: logging.Logger) -> None:
+    """The engine's kernels compiled (or loaded from numba's cache) before the first tick, so
+    that tick takes its usual time (auction/warmup.py)."""
+    from burstmarket.auction.warmup import warm_up
+
+    began = time.perf_counter()
+    warm_up()
+    log.info(
+        "auction engine compiled before the first tick in %.1f s (later starts load it from "
+        "numba's cache)",
+        time.perf_counter() - began,
+    )
+
+
 @app.command()
 def feed(
     bus: Annotated[
@@ -257,6 +309,8 @@ def feed(
     port: PortOption = 8001,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
 ) -> None:
@@ -265,7 +319,7 @@ def feed(
     import logging
 
     from burstmarket import logsafe
-    from burstmarket.api.edge import create_edge_app
+    from burstmarket.api.edge_app import create_edge_app
     from burstmarket.server import PortUnavailable
     from burstmarket.server import serve as run_server
 
@@ -277,6 +331,8 @@ def feed(
         port=port,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
@@ -307,6 +363,21 @@ def _settings(log: logging.Logger, **flags: object) -> Settings:
     except ValueError as exc:
         log.error("cannot start: %s", exc)
         raise typer.Exit(code=2) from None
+
+
+def local_demo(host: str, simulate: bool) -> bool:
+    """`serve --simulate` bound to a loopback address: the embedded local demo, whose operator
+    token is printed for the person at this machine (docs/api.md "Who may call what")."""
+    import ipaddress
+
+    if not simulate:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def _listed(value: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ connection, timeout) or `ServerError` (a 5xx, or an answer that is not what the 
 The simulated tenants use exactly this client, so everything they do goes through the same HTTP
 paths as a real tenant's.
 
-Ladder-aware bidding, as in the README: ask for 4 whole nodes, paying no more than 3.0 per
+Ladder-aware bidding, as in docs/client.md: ask for 4 whole nodes, paying no more than 3.0 per
 GPU-hour, at the price it takes to win them (plus a margin)::
 
     with SyncTenantClient("http://127.0.0.1:8000", token="<cluster token>") as me:

@@ -19,6 +19,9 @@ class Clock(Protocol):
 
     def now_ns(self) -> int: ...
 
+    def ticked(self, ns: int) -> None:
+        """A tick at market time `ns` committed (called holding the store's writer)."""
+
 
 class SystemClock:
     """The wall clock, in whole milliseconds like every market time (billing splits periods at
@@ -30,10 +33,16 @@ class SystemClock:
         now = time.time_ns()
         return now - now % NS_PER_MS
 
+    def ticked(self, ns: int) -> None:
+        """Nothing: the wall clock moves by itself."""
+
 
 class ManualClock:
-    """A clock that moves only when told to: `POST /api/admin/ticks` advances it by one interval
-    per tick, so windows and holds lapse deterministically in tests."""
+    """Market time that moves only with a committed tick, so windows and holds lapse
+    deterministically in tests: `POST /api/admin/ticks` runs each tick one interval after market
+    time, and market time reaches it once it commits (`ticked`). A tick refused (a full disk)
+    leaves it where it was, and a write between two ticks is stamped with the time of the last
+    one (docs/market.md "Time")."""
 
     manual = True
 
@@ -45,7 +54,13 @@ class ManualClock:
         with self._lock:
             return self._now
 
+    def ticked(self, ns: int) -> None:
+        with self._lock:
+            self._now = max(self._now, ns)
+
     def advance(self, ns: int) -> int:
+        """Move market time on by `ns` without a tick (in-process tests: a write at a moment
+        between two ticks)."""
         with self._lock:
             self._now += ns
             return self._now

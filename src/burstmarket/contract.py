@@ -5,7 +5,9 @@ these very types; the market (market/) builds the answers, so what it returns is
 the wire, field for field (docs/api.md). Nothing here imports the API or the market.
 
 Request bodies are decoded strictly (api/bodies.py): an unknown field, a wrong type or a value
-past a limit written here (`msgspec.Meta`) is refused `invalid` naming the field. Money in a
+past a limit written here (`msgspec.Meta`: a length, a count above 0, a string without control
+characters) is refused `invalid` naming the field. The OpenAPI document (apidoc.py) is written
+from these same declarations, so what it says a body may be is what the server takes. Money in a
 body is read as a Decimal from the JSON text, digit for digit, and checked on the price grid
 (money.py) where it is turned into integer micro-dollars, never rounded. Money in an answer is
 a JSON number in USD: prices and rates per GPU-hour with at most 4 decimals, amounts at most 6.
@@ -48,17 +50,45 @@ MAX_OFFER_CELLS = 1000
 MAX_NOTES = 2000
 """Characters of a base load block's notes."""
 
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f-\x9f]*(?![\s\S])"
+"""A string with no control character (C0, DEL or C1): a NUL or a newline in a name that reaches
+a Kubernetes API, a log or a console is never what a client meant. It ends in "nothing follows"
+rather than `$`, which in Python lets a final newline through; both JSON Schema's regular
+expressions and Python's read it the same."""
+
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME)]
-PriorityClass = Annotated[str, msgspec.Meta(max_length=MAX_PRIORITY_CLASS)]
+PriorityClass = Annotated[
+    str,
+    msgspec.Meta(
+        max_length=MAX_PRIORITY_CLASS,
+        pattern=NO_CONTROL_CHARACTERS,
+        description="no control characters",
+    ),
+]
 NodeId = Annotated[str, msgspec.Meta(max_length=MAX_NODE_ID)]
+Count = Annotated[int, msgspec.Meta(gt=0)]
+"""Nodes, GPUs, pods, hours: a whole number above 0 (the market checks the upper bounds that
+depend on the island)."""
+NotNegative = Annotated[int, msgspec.Meta(ge=0)]
 
 PriceIn = Annotated[
     Decimal,
-    msgspec.Meta(description="USD per GPU-hour: above 0, at most 1000, at most 4 decimals"),
+    msgspec.Meta(
+        description="USD per GPU-hour: above 0, at most 1000, at most 4 decimals",
+        extra={"money": "price"},
+    ),
 ]
 """A price as the JSON text spells it: 2.99999999999999999999 stays that (and is refused for
-its decimals), never a float's 3.0."""
-AmountIn = Annotated[Decimal, msgspec.Meta(description="USD, at most 6 decimals")]
+its decimals), never a float's 3.0. Its range is money.py's (`extra` names the kind of money
+for the OpenAPI document, apidoc.py)."""
+AmountIn = Annotated[
+    Decimal, msgspec.Meta(description="USD, at most 6 decimals", extra={"money": "amount"})
+]
+PositiveAmountIn = Annotated[
+    Decimal,
+    msgspec.Meta(description="USD, above 0, at most 6 decimals", extra={"money": "positive"}),
+]
+"""An amount the market refuses at or below 0 (a spend limit, a wire)."""
 
 Price = Annotated[float, msgspec.Meta(description="USD per GPU-hour")]
 Amount = Annotated[float, msgspec.Meta(description="USD (at most 6 decimals)")]
@@ -75,7 +105,9 @@ class Body(msgspec.Struct, forbid_unknown_fields=True):
 class CapacityDeclaration(Body):
     """A VM cluster's declaration: how many GPUs at most, at what price at most."""
 
-    max_gpus: Annotated[int, msgspec.Meta(description="a multiple of the island's gpus_per_node")]
+    max_gpus: Annotated[
+        NotNegative, msgspec.Meta(description="a multiple of the island's gpus_per_node")
+    ]
     max_price_per_gpu_hour: PriceIn | None = None
     release: Annotated[
         list[NodeId],
@@ -92,11 +124,11 @@ class NewJob(Body):
     the island's gpus_per_node: packed onto the cluster's base load block, never bidding)."""
 
     name: Name
-    nodes: int | None = None
+    nodes: Count | None = None
     priority_class: PriorityClass | None = None
     limit_price_per_gpu_hour: PriceIn | None = None
-    pods: int | None = None
-    gpus_per_pod: int | None = None
+    pods: Count | None = None
+    gpus_per_pod: Count | None = None
 
 
 class JobChange(Body):
@@ -107,7 +139,9 @@ class JobChange(Body):
 
 
 class SpendLimitChange(Body):
-    usd_per_day: Annotated[AmountIn | None, msgspec.Meta(description="null removes the limit")]
+    usd_per_day: Annotated[
+        PositiveAmountIn | None, msgspec.Meta(description="null removes the limit")
+    ]
 
 
 class NewAccount(Body):
@@ -129,29 +163,29 @@ class NewCluster(Body):
 class IslandChange(Body):
     """Creates the island (gpus_per_node, nodes and reserve_price required) or changes it."""
 
-    gpus_per_node: int | None = None
-    nodes: int | None = None
+    gpus_per_node: Count | None = None
+    nodes: Count | None = None
     reserve_price: PriceIn | None = None
     node_spec: Annotated[
         Any, msgspec.Meta(description=f"free-form, at most {MAX_NODE_SPEC_BYTES} bytes of JSON")
     ] = msgspec.UNSET
-    base_load_cap: int | None = None
+    base_load_cap: NotNegative | None = None
 
 
 class NewBlock(Body):
     """A base load block: fixed nodes, term and rate."""
 
-    nodes: int
+    nodes: Count
     rate_per_gpu_hour: PriceIn
-    term_hours: int
+    term_hours: Count
 
 
 class PostedCell(Body):
     """A cell of an island's offer grid: a size (whole nodes) for a term, at a rate per GPU-hour
     (none: posted without a rate, it reads sold out)."""
 
-    size_gpus: int
-    term_hours: int
+    size_gpus: Count
+    term_hours: Count
     rate_per_gpu_hour: PriceIn | None = None
 
 
@@ -160,15 +194,15 @@ class OfferGrid(Body):
     reservable inventory (nodes blocks may reserve), and the cells."""
 
     buying_open: bool
-    reservable_nodes: int
+    reservable_nodes: NotNegative
     cells: Annotated[list[PostedCell], msgspec.Meta(max_length=MAX_OFFER_CELLS)]
 
 
 class NewPurchase(Body):
     """A posted cell of the cluster's island: a size in GPUs for a term in hours."""
 
-    size_gpus: int
-    term_hours: int
+    size_gpus: Count
+    term_hours: Count
 
 
 class PackingChange(Body):
@@ -180,7 +214,7 @@ class BlockChange(Body):
     the new figures; the end date and the notes change in place. A field left out is kept."""
 
     rate_per_gpu_hour: PriceIn | msgspec.UnsetType = msgspec.UNSET
-    nodes: int | msgspec.UnsetType = msgspec.UNSET
+    nodes: Count | msgspec.UnsetType = msgspec.UNSET
     ends_at: (
         Annotated[
             str,
@@ -198,11 +232,11 @@ class BlockChange(Body):
 
 
 class Wire(Body):
-    amount_usd: Annotated[AmountIn, msgspec.Meta(description="USD received, above 0")]
+    amount_usd: Annotated[PositiveAmountIn, msgspec.Meta(description="USD received")]
 
 
 class TickRequest(Body):
-    count: Annotated[int, msgspec.Meta(description=f"1 ... {MAX_TICKS}")] = 1
+    count: Annotated[int, msgspec.Meta(gt=0, le=MAX_TICKS)] = 1
     island: Annotated[Name | None, msgspec.Meta(description="whose statistics lead")] = None
 
 

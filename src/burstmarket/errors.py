@@ -19,6 +19,8 @@
     ├── ManualClockOnly  409 manual-clock-only  manual ticks on the real clock
     ├── TooLarge         413 too-large        a request body over the size limit
     ├── RateLimited      429 rate-limited     a token over its request rate (Retry-After)
+    ├── TooManyConnections 429 too-many-connections  an address over its open connections
+    ├── RequestTimeout   408 request-timeout  a request's headers not complete in time
     └── StoreUnavailable 503 store-unavailable  the store cannot write now (Retry-After)
 
 The one handler in the API renders `{"error": code, "detail": ..., **figures}` and logs exactly one
@@ -167,6 +169,36 @@ class RateLimited(MarketError):
             f"too many requests for this token; retry after {retry_after_seconds} s",
             retry_after_seconds=retry_after_seconds,
             **figures,
+        )
+
+
+class TooManyConnections(MarketError):
+    """Refused at accept (connections.py): the peer's address holds its limit of open
+    connections already."""
+
+    code = "too-many-connections"
+    status = 429
+
+    def __init__(self, peer: str, limit: int) -> None:
+        super().__init__(
+            f"this address has {limit} connections open already, the most it may have; "
+            "close one first",
+            peer=peer,
+            limit_connections=limit,
+        )
+
+
+class RequestTimeout(MarketError):
+    """A request whose headers were not all sent within the header timeout (connections.py)."""
+
+    code = "request-timeout"
+    status = 408
+
+    def __init__(self, peer: str | None, limit_seconds: float) -> None:
+        super().__init__(
+            f"the request's headers did not arrive within {limit_seconds:g} s",
+            peer=peer,
+            limit_seconds=limit_seconds,
         )
 
 

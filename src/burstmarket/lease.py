@@ -5,7 +5,7 @@
 refuses to start, naming the island and when the lease lapses. The owner renews its leases every
 third of their life. An owner that dies stops renewing; once the lease has lapsed, another
 process configured for the island (on the owner's data directory, shared storage) can start and
-take over (README "Beyond one machine").
+take over (docs/beyond-one-machine.md).
 
 While Redis is away the owner keeps ticking (the store is the truth) and renews as soon as Redis
 answers again; a lease gone meanwhile (Redis restarted empty) is claimed again. A lease another

@@ -119,6 +119,12 @@ def watch(writer_queue: Callable[[], int], subscribers: Callable[[], int]) -> No
 
 def exposition(accept: str) -> tuple[bytes, str]:
     """Every metric, and the content type: the Prometheus text format, or OpenMetrics for a
-    scraper that asks for it (`accept`, the request's Accept header)."""
-    encode, content_type = choose_encoder(accept)
+    scraper that asks for it (`accept`, the request's Accept header). An Accept whose version
+    is not dotted numbers (`version=abc`) gets the text format, as a scraper that sent none
+    (docs/api.md "Running it"): prometheus-client compares the version's parts as numbers and
+    fails on a word."""
+    try:
+        encode, content_type = choose_encoder(accept)
+    except TypeError:
+        encode, content_type = choose_encoder("")
     return encode(REGISTRY), content_type

@@ -13,6 +13,8 @@ MICROS_PER_USD = 1_000_000
 PRICE_STEP = 100  # 0.0001 USD in µUSD: the price grid
 MAX_PRICE = 1_000 * MICROS_PER_USD
 MAX_PRICE_USD = Decimal(MAX_PRICE).scaleb(-6)
+MAX_AMOUNT_USD = Decimal(10) ** 12
+"""The largest amount (a limit, a balance, a credit) either side of 0."""
 
 
 class MoneyError(ValueError):
@@ -49,7 +51,7 @@ def parse_price(value: object, *, allow_zero: bool = False) -> int:
 def parse_amount(value: object) -> int:
     """A dollar amount (limits, balances) -> µUSD, refusing more than 6 decimals."""
     amount = to_decimal(value)
-    if amount.copy_abs() > Decimal(10) ** 12:  # copy_abs: exact, never an overflow
+    if amount.copy_abs() > MAX_AMOUNT_USD:  # copy_abs: exact, never an overflow
         raise MoneyError("is out of range")
     if amount != amount.quantize(Decimal("0.000001")):
         raise MoneyError("has more than 6 decimal places")

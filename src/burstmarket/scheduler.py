@@ -31,6 +31,9 @@ from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
 log = logging.getLogger(__name__)
+# APScheduler warns of a run skipped for max_instances in words of its own; `_on_missed` says
+# the same with the time it was due, so only its line is written.
+logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 
 class TickScheduler:
@@ -92,10 +95,13 @@ class TickScheduler:
         log.warning(message, *args)
 
     def _on_missed(self, event: JobEvent) -> None:
+        # A run refused for max_instances carries the times it was due (a list); a missed
+        # run, its one time.
+        due = getattr(event, "scheduled_run_times", None) or [event.scheduled_run_time]
         self._late(
             "tick late: a run was due at %s while the previous one was still running "
             "(it runs as soon as that one ends)",
-            getattr(event, "scheduled_run_time", "?"),
+            ", ".join(f"{when:%Y-%m-%dT%H:%M:%S.%f}"[:-3] for when in due),
         )
 
     async def _run(self) -> None:

@@ -16,7 +16,7 @@ import uvicorn
 from litestar import Litestar
 
 from burstmarket.api.access import AccessLog
-from burstmarket.feed.wire import FeedWebSocketProtocol
+from burstmarket.connections import ConnectionLimits, LimitedConfig
 from burstmarket.settings import Settings
 
 GIL_SWITCH_SECONDS = 0.001
@@ -64,17 +64,21 @@ def serve(
         app = app_for(settings)
         sys.setswitchinterval(GIL_SWITCH_SECONDS)
         started()
-        config = uvicorn.Config(
+        # uvicorn's httptools and sans-I/O websocket protocols, with a header timeout and a
+        # limit of open connections per address (connections.py)
+        limits = ConnectionLimits(settings.header_timeout_seconds, settings.connections_per_address)
+        config = LimitedConfig(
             AccessLog(app),
+            limits,
             host=settings.host,
             port=settings.port,
             backlog=BACKLOG,
             log_config=None,  # cli.py configured logging for the process (logsafe.py)
             access_log=False,  # api/access.py writes the access lines
             timeout_graceful_shutdown=2,
-            # uvicorn's sans-I/O websockets, exposing the transport so the feed writes each
-            # tick's frame, built once, to every subscriber; no per-subscriber compression.
-            ws=FeedWebSocketProtocol,
+            # the websocket protocol exposes the transport, so the feed writes each tick's
+            # frame, built once, to every subscriber (feed/wire.py); no per-subscriber
+            # compression.
             ws_per_message_deflate=False,
             ws_max_size=settings.max_body_bytes,  # a client's frame, like a request body
             # A ping unanswered for as long as the interval closes the client as a slow

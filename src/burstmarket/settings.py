@@ -80,6 +80,14 @@ class Settings:
     feed_ping_seconds: float = 20.0
     """Websocket keepalive (`--feed-ping-seconds`): a ping this often; a client that leaves one
     unanswered this long has stopped reading and is closed 4008 `slow-consumer`."""
+    header_timeout_seconds: float = 10.0
+    """Seconds a client has to send a request's headers (`--header-timeout`): past it, a
+    request begun is refused `request-timeout` (408) and a connection that sent nothing is
+    closed (connections.py; docs/api.md "Slow clients and connections per address")."""
+    connections_per_address: int = 256
+    """Connections one peer address may hold open at once, HTTP and websocket alike
+    (`--connections-per-address`, 0: no limit); the next is refused `too-many-connections`
+    (429) at accept."""
     first_island: IslandSpec | None = REFERENCE_ISLAND
     """The island a new store starts with (a store that has islands keeps its own); None: a
     new store starts with none."""
@@ -98,6 +106,9 @@ class Settings:
     lease.py); None: every island of its store."""
     lease_seconds: float = 10.0
     """`--lease-seconds`: how long an island's lease outlives its owner's last renewal."""
+    checkpoint_mib: float = 16.0
+    """`--checkpoint-mib`: the store checkpoints once its write-ahead log has grown past this
+    (store/database.py; a failed checkpoint, a full disk, reopens the store)."""
     history_live: bool = True
     """Write each closed window to the Parquet history as the ticks go. `simulate` turns it off
     and writes its history once, at its end: a part per island, table and day, the layout the
@@ -106,6 +117,10 @@ class Settings:
     @property
     def database_path(self) -> Path:
         return self.data_dir / "market.duckdb"
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        return round(self.checkpoint_mib * 1024 * 1024)
 
     @property
     def tick_ms(self) -> int:
@@ -132,6 +147,10 @@ class Settings:
             raise ValueError("the rate limit must be at least 0 and the burst at least 1")
         if settings.feed_backlog < 1 or settings.feed_ping_seconds <= 0:
             raise ValueError("the feed backlog must be at least 1 and the ping interval above 0")
+        if settings.header_timeout_seconds <= 0 or settings.connections_per_address < 0:
+            raise ValueError(
+                "the header timeout must be above 0 and the connections per address at least 0"
+            )
         if settings.bus is not None and not settings.bus.startswith(BUS_SCHEMES):
             raise ValueError(f"--bus must be a Redis URL ({', '.join(BUS_SCHEMES)}…)")
         if settings.islands is not None:

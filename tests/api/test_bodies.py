@@ -9,7 +9,7 @@ from decimal import Decimal
 import msgspec
 import pytest
 
-from burstmarket.api.bodies import decode, price
+from burstmarket.api.bodies import decode
 from burstmarket.contract import (
     MAX_NAME,
     MAX_NODE_ID,
@@ -19,8 +19,10 @@ from burstmarket.contract import (
     JobChange,
     NewCluster,
     NewJob,
+    OfferGrid,
 )
 from burstmarket.errors import Invalid
+from burstmarket.market.desks.inputs import price
 
 
 def refused(raw: bytes, kind: type[msgspec.Struct]) -> dict[str, object]:
@@ -67,6 +69,32 @@ def refused(raw: bytes, kind: type[msgspec.Struct]) -> dict[str, object]:
             CapacityDeclaration,
             "release",
             MAX_NODE_ID,
+        ),
+        # a priority class with a control character: a NUL, a newline, DEL, a C1 control
+        *[
+            (b'{%s"priority_class": "high%s"}' % (others, char), kind, "priority_class", None)
+            for char in (b"\\u0000", b"\\n", b"\\u007f", b"\\u0085")
+            for kind, others in ((NewJob, b'"name": "j", "nodes": 1, '), (JobChange, b""))
+        ],
+        # a field of an item of a list of Structs, named with its place
+        (
+            b'{"buying_open": true, "reservable_nodes": 0, "cells": '
+            b'[{"size_gpus": 8, "term_hours": 1}, {"size_gpus": 8, "term_hours": 0}]}',
+            OfferGrid,
+            "cells[1].term_hours",
+            None,
+        ),
+        (
+            b'{"buying_open": true, "reservable_nodes": 0, "cells": [{"size_gpus": 8}, 3]}',
+            OfferGrid,
+            "cells[0].term_hours",
+            None,
+        ),
+        (
+            b'{"buying_open": true, "reservable_nodes": 0, "cells": [3]}',
+            OfferGrid,
+            "cells[0]",
+            None,
         ),
         # the first fault in the order the body gives its fields
         (b'{"kind": "gpu", "account": 5, "island": "i", "name": "c"}', NewCluster, "kind", None),

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from burstmarket.market import tenant
+from burstmarket.market.desks import jobs_desk
 from tests.api.support import ok, running, vm_and_k8s
 
 
 def test_jobs_not_finished_per_cluster_are_limited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tenant, "MAX_LIVE_JOBS", 3)  # the real limit is 1,000
+    monkeypatch.setattr(jobs_desk, "MAX_LIVE_JOBS", 3)  # the real limit is 1,000
 
     async def scenario() -> None:
         async with running(tmp_path) as http:

@@ -7,18 +7,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
+import pytest
 import schemathesis
 from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import QueryParameter
 from litestar.routes import HTTPRoute
 
-from burstmarket.errors import MarketError
+from burstmarket import contract
+from burstmarket.api.bodies import decode
+from burstmarket.clock import parse_time
+from burstmarket.errors import Invalid, MarketError
+from burstmarket.market.desks.inputs import price
 from tests.api.support import OPERATOR, app_at, ok, running, vm_and_k8s
 
 Operation = tuple[str, str, HTTPRouteHandler]
@@ -168,6 +175,124 @@ def test_the_market_endpoints_document_their_query_and_other_media_types(
         "max_price_per_gpu_hour"
     ]
     assert [kind["type"] for kind in price["oneOf"]] == ["number", "null"]
+
+
+def _objects(doc: dict[str, Any], schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every object schema a body's schema holds: its own, its fields', its lists' items'."""
+    schema = _resolve(doc, schema)
+    if schema.get("type") == "object":
+        yield schema
+    inner = [*schema.get("properties", {}).values(), *schema.get("oneOf", [])]
+    for one in [*inner, schema.get("items")]:
+        if one:
+            yield from _objects(doc, one)
+
+
+def _kinds(schema: dict[str, Any]) -> set[str]:
+    return {schema.get("type"), *(one.get("type") for one in schema.get("oneOf", []))} - {None}
+
+
+def _refuses(kind: type[msgspec.Struct], name: str, value: Any) -> bool:
+    """Whether decoding refuses `value` for the field `name` of `kind` (the field comes first, so
+    it is the one named if it is at fault)."""
+    try:
+        decode(msgspec.json.encode({name: value}), kind)
+    except Invalid as refused:
+        return bool(refused.figures["field"] == name)
+    return False
+
+
+def test_the_document_says_what_the_server_holds_a_body_to(tmp_path: Path) -> None:
+    """Unknown fields refused, the bounds of every count, price and amount, the time range: the
+    document states each, and states it as the server enforces it."""
+    app = app_at(tmp_path)
+    doc = _document(tmp_path, app)
+    bodies: dict[str, dict[str, Any]] = {}
+    for path, method, handler in _operations(app):
+        if handler.parsed_data_field is not None:
+            body = doc["paths"][path][method]["requestBody"]["content"]["application/json"]
+            for schema in _objects(doc, body["schema"]):
+                assert schema["additionalProperties"] is False, (path, method, schema["title"])
+                bodies[schema["title"]] = schema
+    assert {"NewJob", "OfferGrid", "PostedCell", "Wire"} <= set(bodies)
+
+    # a count: above 0 (or not negative) in the document exactly where decoding says so
+    positive = set()
+    for title, schema in bodies.items():
+        kind = getattr(contract, title)
+        for name, field in schema["properties"].items():
+            if "integer" not in _kinds(field):
+                continue
+            above_zero = field.get("exclusiveMinimum") == 0
+            at_least_zero = above_zero or field.get("minimum") == 0
+            assert _refuses(kind, name, 0) == above_zero, (title, name, field)
+            assert _refuses(kind, name, -1) == at_least_zero, (title, name, field)
+            if above_zero:
+                positive.add(f"{title}.{name}")
+    assert {
+        "NewJob.nodes",
+        "NewJob.pods",
+        "NewJob.gpus_per_pod",
+        "IslandChange.gpus_per_node",
+        "IslandChange.nodes",
+        "NewBlock.nodes",
+        "NewBlock.term_hours",
+        "BlockChange.nodes",
+        "PostedCell.size_gpus",
+        "PostedCell.term_hours",
+        "NewPurchase.size_gpus",
+        "NewPurchase.term_hours",
+        "TickRequest.count",
+    } == positive
+    assert bodies["TickRequest"]["properties"]["count"]["maximum"] == contract.MAX_TICKS
+
+    # money: every price above 0 and at most the maximum, as `price` holds it; a spend limit and
+    # a wire above 0
+    prices = 0
+    for title, schema in bodies.items():
+        for name, field in schema["properties"].items():
+            numbers = [
+                one for one in [field, *field.get("oneOf", [])] if one.get("type") == "number"
+            ]
+            if not numbers:
+                continue
+            (number,) = numbers
+            assert "maximum" in number, (title, name)
+            if name.endswith(("price", "price_per_gpu_hour", "rate_per_gpu_hour")):
+                prices += 1
+                top = Decimal(str(number["maximum"]))
+                assert number["exclusiveMinimum"] == 0, (title, name)
+                assert price(name, top) == top * 1_000_000
+                for refused in (top + Decimal("0.0001"), Decimal(0)):
+                    with pytest.raises(Invalid):
+                        price(name, refused)
+    assert prices == 8
+    for title, name in (("SpendLimitChange", "usd_per_day"), ("Wire", "amount_usd")):
+        field = bodies[title]["properties"][name]
+        (number,) = [one for one in [field, *field.get("oneOf", [])] if one.get("type") == "number"]
+        assert number["exclusiveMinimum"] == 0, (title, name)
+
+    # times: the range in the document is the range clock.parse_time takes
+    times = [
+        (f"{path} {p['name']}", p["schema"])
+        for path, item in doc["paths"].items()
+        for operation in item.values()
+        for p in operation.get("parameters", [])
+        if p["schema"].get("format") == "date-time"
+    ]
+    times.append(("BlockChange.ends_at", bodies["BlockChange"]["properties"]["ends_at"]))
+    assert len(times) == 5
+    for where, schema in times:
+        assert schema["format"] == "date-time", where
+        first = datetime.fromisoformat(schema["formatMinimum"])
+        end = datetime.fromisoformat(schema["formatExclusiveMaximum"])
+        assert (first.year, end.year) == (1970, 2200), where
+        micro = timedelta(microseconds=1)
+        for inside in (first, end - micro):
+            parse_time(where, inside.isoformat())
+        for outside in (first - micro, end):
+            with pytest.raises(Invalid):
+                parse_time(where, outside.isoformat())
 
 
 def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:

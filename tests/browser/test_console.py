@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page
 
+from tests.browser.support import WAIT_MS, settled, sign_in
 from tests.conftest import Server
 from tests.e2e.support import (
     buy,
@@ -31,7 +32,6 @@ from tests.e2e.support import (
     tick,
 )
 
-WAIT_MS = 20_000
 DESKTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
 NODE_SPEC = {
@@ -66,30 +66,6 @@ def open_page(browser: Browser) -> Iterator[OpenPage]:
 def island_of_8_gpu_nodes(server: Server, island: str, nodes: int) -> None:
     body = {"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0, "node_spec": NODE_SPEC}
     ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
-
-
-def token_of(auth: dict[str, str]) -> str:
-    return auth["Authorization"].removeprefix("Bearer ")
-
-
-def sign_in(page: Page, server: Server, auth: dict[str, str], through: str = "") -> None:
-    """Signed in to the console of `server` (or of the address `through` that leads to it)."""
-    page.goto((through or server.url) + "/console")
-    page.fill("#token", token_of(auth))
-    page.click("#sign-in button[type=submit]")
-    page.locator("#console").wait_for(state="visible", timeout=WAIT_MS)
-    page.wait_for_function(
-        "() => document.body.dataset.refreshedTick !== undefined", timeout=WAIT_MS
-    )
-
-
-def settled(page: Page, island_tick: int) -> None:
-    """The page has read the cluster's own state again after the island's tick `island_tick`."""
-    page.wait_for_function(
-        "(n) => Number(document.body.dataset.refreshedTick || 0) >= n",
-        arg=island_tick,
-        timeout=WAIT_MS,
-    )
 
 
 def run_tick(server: Server, island: str, count: int = 1) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import re
 import subprocess
 import sys
 import threading
@@ -28,12 +27,12 @@ from burstmarket.client import (
     TenantClient,
     Unreachable,
 )
+from tests import docs
 from tests.client import typed_usage
 from tests.conftest import Server, StartServer, free_port
 
 T = TypeVar("T")
 TYPED_USAGE = Path(typed_usage.__file__)
-README = Path(__file__).parents[2] / "README.md"
 
 
 def arun(make: Callable[[], Awaitable[T]]) -> T:
@@ -132,14 +131,13 @@ def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: Sta
     assert arun(lambda: typed_usage.vwap(server.url, server.token, "win")) == Decimal(1)
 
 
-def readme_example(heading: str = "## Tenant client") -> str:
-    """The one Python example under `heading` in the README (up to the next `## ` section)."""
-    section = README.read_text().split(heading, 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return code
+def docs_example(page: str = "docs/client.md", section: str | None = None) -> str:
+    """The one Python example on `page` (under `section` if given), as tests/docs.py reads it."""
+    (example,) = docs.code(page, "python", section)
+    return example
 
 
-def test_the_readme_example_bids_the_ladder_and_says_when(
+def test_the_client_page_example_bids_the_ladder_and_says_when(
     server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with SyncOperatorClient(server.url, server.token) as op:
@@ -149,7 +147,7 @@ def test_the_readme_example_bids_the_ladder_and_says_when(
             tenant.declare(64 * 8, 2)  # the whole reference island, under 1-hour windows
         op.ticks(2)
         me = op.create_cluster("acct", "ref", "vm", "me").token
-    code = readme_example().replace("http://127.0.0.1:8000", server.url)
+    code = docs_example().replace("http://127.0.0.1:8000", server.url)
     exec(code.replace("<cluster token>", me), {})
     when = capsys.readouterr().out.strip()
     assert when.startswith("protection windows hold the nodes until contestable_at: ")
@@ -158,6 +156,23 @@ def test_the_readme_example_bids_the_ladder_and_says_when(
         declared = mine.capacity()
     # to win 4 nodes once the windows end it must outbid the holder's 2.0: 2.0001 + 10 %
     assert (declared.max_gpus, declared.max_price_per_gpu_hour) == (32, Decimal("2.2001"))
+
+
+def test_the_readme_example_reads_the_price_and_the_ladder(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SyncOperatorClient(server.url, server.token) as op:
+        op.create_account("acct", 100_000)
+        holder = op.create_cluster("acct", "ref", "vm", "holder").token
+        with SyncTenantClient(server.url, holder) as tenant:
+            tenant.declare(4 * 8, 2)
+        op.ticks(1)
+        me = op.create_cluster("acct", "ref", "vm", "me").token
+    (example,) = docs.code("README.md", "python")
+    exec(example.replace("http://127.0.0.1:8000", server.url).replace("<cluster token>", me), {})
+    # 4 nodes held at 2.0 on the 64-node island: 60 free, so the holder pays the reserve and 4
+    # more nodes cost a newcomer the reserve too
+    assert capsys.readouterr().out.strip() == "vwap 1.0, to win 4 nodes: 1.0 USD/GPU-hour"
 
 
 def test_kubernetes_jobs_run_and_finish(server: Server) -> None:
@@ -255,11 +270,11 @@ def test_the_client_types_pass_mypy_strict_in_code_that_uses_them(tmp_path: Path
 
 
 @pytest.mark.e2e
-def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
+def test_the_base_load_example_buys_a_block_and_packs_a_small_job_on_it(
     server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's tenant flow as written (read the offers, buy, submit a job smaller than a
-    node, read the block), then the operator's side through the client: a change of rate, a
+    """docs/service.md's base load flow as written (read the offers, buy, submit a job smaller
+    than a node, read the block), then the operator's side through the client: a change of rate, a
     wire, the account team's direct block."""
     with SyncOperatorClient(server.url, server.token) as op:
         # under the month's 17,280 USD: a deposit of 10,000 USD, the rest owed by wire
@@ -274,7 +289,7 @@ def test_the_readme_base_load_flow_buys_a_block_and_packs_a_small_job_on_it(
         ]
         assert op.set_packing("kube", True).enabled
         exec(
-            readme_example("### Base load")
+            docs_example("docs/service.md", "## Base load")
             .replace("http://127.0.0.1:8000", server.url)
             .replace("<cluster token>", me),
             {},

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -14,6 +19,24 @@ from tests.conftest import Server
 
 T = TypeVar("T")
 DEADLINE_SECONDS = 90
+
+
+CLOCK_START = "2030-01-01T00:00:00+00:00"
+"""A new store's market time (BURSTMARKET_CLOCK_START) for tests that read clock figures as an
+operator would, from midnight: with 10-second ticks the first tick is at 00:00:10."""
+
+
+def at(hms: str, day: int = 0) -> datetime:
+    """The market time `hms` ("00:41:10") on `day` days after CLOCK_START's midnight."""
+    hours, minutes, seconds = (int(part) for part in hms.split(":"))
+    return datetime.fromisoformat(CLOCK_START) + timedelta(
+        days=day, hours=hours, minutes=minutes, seconds=seconds
+    )
+
+
+def when(value: str | None) -> datetime | None:
+    """A time of an answer (RFC 3339), comparable with `at`."""
+    return None if value is None else datetime.fromisoformat(value)
 
 
 def eventually(check: Callable[[], T | None], what: str, server: Server | None = None) -> T:
@@ -75,6 +98,15 @@ def tick(server: Server, count: int = 1, island: str | None = None) -> Any:
     if island is not None:
         body["island"] = island
     return ok(server.client.post("/api/admin/ticks", json=body, headers=server.operator()))
+
+
+def ticks(server: Server, count: int, island: str, per_request: int = 20) -> Any:
+    """`count` ticks of `island` in requests of at most `per_request` ticks, each well inside
+    the client's timeout on a busy machine; the last tick's statistics."""
+    done = None
+    for start in range(0, count, per_request):
+        done = tick(server, min(per_request, count - start), island)
+    return done
 
 
 def declare(
@@ -159,3 +191,48 @@ class Scrape:
         """A sample's value; 0 for a labelled series not seen yet (a counter before its first
         count)."""
         return self.samples.get((name, frozenset(labels.items())), 0.0)
+
+
+class SmallDisk:
+    """A tmpfs of its own, mounted at `path` for one test and unmounted after
+    (`small_disk`): a disk that fills up for real. Mounting needs root, as CI and `make test`
+    run."""
+
+    FILLER = "filler"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def free_bytes(self) -> int:
+        stat = os.statvfs(self.path)
+        return stat.f_bavail * stat.f_frsize
+
+    def fill(self, leave: int = 0) -> None:
+        """Take all the room but about `leave` bytes, with a file of zeros (tmpfs keeps every
+        page of it)."""
+        room = self.free_bytes() - leave
+        chunk = b"\0" * (1 << 20)
+        with (self.path / self.FILLER).open("ab") as filler:
+            while room > 0:
+                try:
+                    filler.write(chunk[: min(room, len(chunk))])
+                    filler.flush()
+                except OSError:  # full already
+                    return
+                room -= len(chunk)
+
+    def empty(self) -> None:
+        """Give the room back."""
+        (self.path / self.FILLER).unlink(missing_ok=True)
+
+
+@contextmanager
+def small_disk(path: Path, size: str) -> Iterator[SmallDisk]:
+    """A tmpfs of `size` (`mount`'s syntax: `64m`) at `path`. Stop every server using it
+    before leaving the block: a busy mount does not unmount."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield SmallDisk(path)
+    finally:
+        subprocess.run(["umount", str(path)], check=True)

@@ -11,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Server
+from tests.conftest import Server, StartServer
 from tests.e2e.support import (
+    CLOCK_START,
+    at,
     billed_by_kind,
     declare,
     make_account,
     make_cluster,
     make_island,
     ok,
+    read_job,
+    set_bid,
+    submit_job,
     tick,
+    when,
 )
 
 
@@ -318,3 +324,76 @@ def test_a_step_down_whose_declared_price_can_never_clear_locks_the_lowest_clear
     rows = ok(server.client.get("/api/billing", params=params, headers=k))
     market = sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
     assert market == 4_000_000 * 8 * 300_000  # the lock x 8 GPUs x the tick's 5 minutes
+
+
+def test_a_block_folds_its_own_running_job_and_leaves_another_tenants_protected_node(
+    start_server: StartServer,
+) -> None:
+    """The island is full: a's job jz on one node, b's VM on the other (granted 00:00:10,
+    window to 01:00:10). At 00:01:00 the operator makes a 1-node block for a. The block comes
+    from a's own running work: jz folds in where it stands, and b's node is not reclaimed inside
+    its window nor granted again (10-second ticks)."""
+    server = start_server(env={"BURSTMARKET_CLOCK_START": CLOCK_START})
+    make_island(server, "fold", nodes=2, reserve=1.0)
+    _cap(server, "fold", 1)
+    make_account(server, "fold-acct", balance=1000)
+    a = make_cluster(server, "fold-acct", "fold", "k8s", "fold-a")
+    b = make_cluster(server, "fold-acct", "fold", "vm", "fold-b")
+    set_bid(server, a, 2)
+    submit_job(server, a, "jz", 1)
+    ok(declare(server, b, 8, 3))
+    tick(server, island="fold")
+    (theirs,) = ok(server.client.get("/api/vm/capacity", headers=b))["nodes"]
+    assert (when(theirs["granted_at"]), when(theirs["window_ends_at"])) == (
+        at("00:00:10"),
+        at("01:00:10"),
+    )
+    (ours,) = read_job(server, a, "jz")["node_ids"]
+    assert when(tick(server, count=5, island="fold")["time"]) == at("00:01:00")
+
+    block = ok(_block(server, "fold-a", 1, 2.0, 2), 201)
+    tick(server, island="fold")
+    jz = read_job(server, a, "jz")
+    assert (jz["state"], jz["node_ids"]) == ("running", [ours])
+    assert jz["events"][-1]["type"] == "FoldedIntoBlock"
+    nodes = _nodes(server, "fold")
+    assert (nodes[ours]["state"], nodes[ours]["block"]) == ("base_load", block["id"])
+    after = nodes[theirs["id"]]
+    assert (after["state"], after["cluster"]) == ("held", "fold-b")
+    assert (when(after["granted_at"]), when(after["window_ends_at"])) == (
+        at("00:00:10"),
+        at("01:00:10"),
+    )
+
+
+def test_a_block_is_cancelled_a_day_after_the_tick_that_took_the_balance_to_zero(
+    start_server: StartServer,
+) -> None:
+    """Hourly ticks (a day is 24 of them). The operator's 1-node block at 1.0 (8 USD an hour)
+    starts at 01:00 and bills its first 5-minute step; the 10 USD of credit do not cover the
+    steps the tick at 02:00 bills (those starting before 03:00), so that tick takes the balance
+    below zero. A day of it cancels the block at 02:00 the next day, exactly, not a tick
+    later: billed 25 h of steps, 200 USD (a tick later would bill 8 USD more)."""
+    server = start_server(
+        "--clock", "manual", "--tick-seconds", "3600", env={"BURSTMARKET_CLOCK_START": CLOCK_START}
+    )
+    make_island(server, "day", nodes=1, reserve=1.0)
+    _cap(server, "day", 1)
+    make_account(server, "day-acct", balance=10)
+    make_cluster(server, "day-acct", "day", "k8s", "day-k")
+    assert when(tick(server, island="day")["time"]) == at("01:00:00")
+    block = ok(_block(server, "day-k", 1, 1.0, 48), 201)
+    assert when(block["starts_at"]) == at("01:00:00")
+    path = "/api/admin/accounts/day-acct"
+    assert not ok(server.client.get(path, headers=server.operator()))["billing_hold"]
+    assert when(tick(server, island="day")["time"]) == at("02:00:00")
+    assert ok(server.client.get(path, headers=server.operator()))["billing_hold"]
+
+    assert when(tick(server, count=24, island="day")["time"]) == at("02:00:00", day=1)
+    (cancelled,) = ok(
+        server.client.get("/api/admin/clusters/day-k/base-load", headers=server.operator())
+    )
+    assert cancelled["state"] == "cancelled"
+    assert when(cancelled["ended_at"]) == at("02:00:00", day=1)
+    assert when(cancelled["billed_until"]) == at("02:00:00", day=1)
+    assert Decimal(str(cancelled["billed_usd"])) == Decimal("200")  # 25 h of 8 GPUs at 1.0

@@ -1,6 +1,6 @@
 """Beyond one machine, on loopback: a real redis-server, two market processes each running its
 own island (`serve --bus … --islands …`), two feed edges (`burstmarket feed --bus …`), and
-websocket subscribers on both edges (README "Beyond one machine")."""
+websocket subscribers on both edges (docs/beyond-one-machine.md)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from websockets.exceptions import ConnectionClosedError
 from websockets.sync.client import connect
 
 from burstmarket.store import Database
@@ -230,6 +232,157 @@ def test_tenant_input_has_limits_named_in_the_refusal(
     job = {"name": "fair", "nodes": 1, "priority_class": "p" * 253, "limit_price_per_gpu_hour": 2}
     created = ok(server.client.post("/api/k8s/jobs", json=job, headers=k8s), 201)
     assert created["priority_class"] == "p" * 253
+
+
+DEEP = b"[" * 1000 + b"]" * 1000
+"""Arrays nested 1,000 deep: past a decoder's stack, far past the 32 levels the service takes."""
+
+
+def test_a_number_no_decimal_holds_or_a_body_nested_1000_deep_is_invalid_not_a_500(
+    shared_server: Server, market: dict[str, Any]
+) -> None:
+    server = shared_server
+    vm, operator = market["vm"], server.operator()
+    island = b'"gpus_per_node": 8, "nodes": 1, "reserve_price": 1'
+    cases = [
+        (
+            "a price",
+            "PUT",
+            "/api/vm/capacity",
+            vm,
+            b'{"max_gpus": 8, "max_price_per_gpu_hour": 1e99999999999999999999}',
+            "max_price_per_gpu_hour",
+        ),
+        (
+            "an amount",
+            "POST",
+            "/api/admin/accounts",
+            operator,
+            b'{"name": "huge", "balance_usd": -1e99999999999999999999}',
+            "balance_usd",
+        ),
+        (
+            "a node_spec",
+            "PUT",
+            "/api/admin/islands/deep",
+            operator,
+            b'{%s, "node_spec": %s}' % (island, DEEP),
+            "body",
+        ),
+        ("a whole body", "PUT", "/api/vm/capacity", vm, DEEP, "body"),
+        (
+            "an unknown field",
+            "PUT",
+            "/api/vm/capacity",
+            vm,
+            b'{"max_gpus": 8, "x": %s}' % DEEP,
+            "body",
+        ),
+        ("a list item", "PUT", "/api/vm/capacity", vm, b'{"release": [%s]}' % DEEP, "body"),
+    ]
+    for label, method, path, headers, raw, field in cases:
+        before = len(server.log().splitlines())
+        sent = {**headers, "Content-Type": "application/json"}
+        answer = server.client.request(method, path, content=raw, headers=sent)
+        assert answer.status_code == 422, (label, answer.text)
+        assert (answer.json()["error"], answer.json()["field"]) == ("invalid", field), label
+        refused = _check_one_clean_line(server, before, label)
+        assert refused.startswith("REFUSED reason=invalid cluster="), refused
+    # nothing of it was made
+    assert server.client.get("/api/admin/accounts/huge", headers=operator).status_code == 404
+    assert server.client.get("/api/admin/islands/deep/nodes", headers=operator).status_code == 404
+
+
+def test_a_feed_message_nested_1000_deep_is_refused_and_the_connection_stays(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    url = server.url.replace("http://", "ws://") + "/ws/market"
+    deep = DEEP.decode()
+    with connect(url) as ws:
+        for frame in (
+            f'{{"op": "ping", "id": 1, "x": {deep}}}',
+            f'{{"op": "subscribe", "channels": ["stats:hostile"], "id": {deep}}}',
+            deep,
+        ):
+            before = len(server.log().splitlines())
+            ws.send(frame)
+            answer = json.loads(ws.recv(timeout=30))
+            assert (answer["type"], answer["error"], answer["field"]) == (
+                "error",
+                "invalid",
+                "frame",
+            ), answer
+            _check_one_clean_line(server, before, frame[:30])
+        ws.send(json.dumps({"op": "ping", "id": 2}))
+        assert json.loads(ws.recv(timeout=30))["id"] == 2
+
+
+def test_a_text_frame_that_is_not_utf8_is_closed_1007_with_one_refused_line(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    url = server.url.replace("http://", "ws://") + "/ws/market"
+    before = len(server.log().splitlines())
+    with connect(url) as ws:
+        ws.send(b"\xff\xfe{}", text=True)
+        with pytest.raises(ConnectionClosedError) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1007
+    lines = _new_lines(server, before)
+    found = [LOG_LINE.fullmatch(line) for line in lines]
+    assert all(found), lines  # no traceback
+    assert not [m for m in found if m and m["level"] == "ERROR"], lines
+    refused = [m["message"] for m in found if m and m["logger"] == "burstmarket.refused"]
+    assert len(refused) == 1, lines
+    assert refused[0].startswith("REFUSED reason=invalid cluster=- field=frame "), refused
+
+
+def test_metrics_for_an_accept_header_it_cannot_read_are_the_text_format(
+    shared_server: Server,
+) -> None:
+    server = shared_server
+    plain = server.client.get("/metrics")
+    assert plain.status_code == 200
+    before = len(server.log().splitlines())
+    for accept in (
+        "application/openmetrics-text; version=abc",
+        "application/openmetrics-text; version=1.0.0-rc1",
+        "text/plain; version=1.x",
+    ):
+        answer = server.client.get("/metrics", headers={"Accept": accept})
+        assert answer.status_code == 200, (accept, answer.text[:200])
+        assert answer.headers["content-type"] == plain.headers["content-type"], accept
+        names = {family.name for family in text_string_to_metric_families(answer.text)}
+        assert "burstmarket_refusals" in names, accept
+    assert not [line for line in _new_lines(server, before) if "ERROR" in line]
+    # a version it can read is still answered in OpenMetrics
+    asked = {"Accept": "application/openmetrics-text; version=1.0.0"}
+    answer = server.client.get("/metrics", headers=asked)
+    assert answer.headers["content-type"].startswith("application/openmetrics-text")
+
+
+def test_options_lists_every_method_of_the_path(
+    shared_server: Server, market: dict[str, Any]
+) -> None:
+    server = shared_server
+    document = ok(server.client.get("/schema/openapi.json"))
+    verbs = {"get", "put", "post", "delete", "patch"}
+    for path, item in document["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "x", path)
+        if path.startswith("/api/admin/"):
+            headers = server.operator()
+        else:
+            headers = market["vm"] if path.startswith("/api/vm/") else market["k8s"]
+        answer = server.client.options(url, headers=headers)
+        assert answer.status_code == 204, (path, answer.text)
+        methods = {verb.upper() for verb in item if verb in verbs} | {"OPTIONS"}
+        assert set(answer.headers["allow"].split(", ")) == methods, path
+        # the same as a 405 of the path says
+        other = server.client.request("TRACE", url, headers=headers)
+        assert other.status_code == 405, (path, other.text)
+        assert set(other.headers["allow"].split(", ")) == methods, path
 
 
 def test_a_token_over_its_rate_is_answered_429_with_retry_after(

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Server
+from tests.conftest import Server, StartServer
 from tests.e2e.support import (
+    CLOCK_START,
+    at,
     declare,
     make_account,
     make_cluster,
@@ -20,6 +22,8 @@ from tests.e2e.support import (
     set_bid,
     submit_job,
     tick,
+    ticks,
+    when,
 )
 
 TICK_HOURS = 300 / 3600
@@ -285,3 +289,50 @@ def test_an_uncordoned_node_competes_and_events_never_contradict_in_one_tick(
         for event in job["events"]:
             by_time.setdefault(event["at"], set()).add(event["type"])
         assert all(not {"Provisioned", "Preempted"} <= kinds for kinds in by_time.values())
+
+
+def test_an_uncordoned_idle_node_is_billed_from_its_return_to_its_release_and_no_further(
+    start_server: StartServer,
+) -> None:
+    """10-second ticks from 00:00:00. The job's node is granted at 00:00:10 and cordoned at
+    00:31:00; its replacement takes the window and the hold. Back at 00:41:10 as idle capacity,
+    it is released after the idle grace, at 00:46:10, and billed exactly those 300 s: its
+    5-minute increments count from its return, not from a grant whose hour went to the
+    replacement."""
+    server = start_server(env={"BURSTMARKET_CLOCK_START": CLOCK_START})
+    make_island(server, "ret", nodes=2, reserve=1.0)
+    make_account(server, "ret-acct", balance=1000)
+    k = make_cluster(server, "ret-acct", "ret", "k8s", "ret-k")
+    set_bid(server, k, 2)
+    submit_job(server, k, "jz", 1)
+    tick(server, island="ret")
+    (node,) = read_job(server, k, "jz")["node_ids"]
+    assert when(_nodes(server, "ret")[node]["granted_at"]) == at("00:00:10")
+    assert when(ticks(server, 185, "ret")["time"]) == at("00:31:00")
+    _act(server, "ret", node, "cordon")
+    tick(server, island="ret")
+    (replacement,) = read_job(server, k, "jz")["node_ids"]
+    assert replacement != node
+    assert when(ticks(server, 60, "ret")["time"]) == at("00:41:10")
+    back = _act(server, "ret", node, "uncordon")
+    assert (back["state"], back["job"]) == ("held", None)
+    ticks(server, 29, "ret")
+    assert _nodes(server, "ret")[node]["state"] == "held"
+    last = tick(server, island="ret")
+    assert when(last["time"]) == at("00:46:10")
+    assert _nodes(server, "ret")[node]["state"] == "free"
+
+    def billed_gpu_ms(since: datetime) -> int:
+        """The cluster's market billing from `since` on, in GPU-ms: one cluster on an island
+        with room pays the reserve, 1.0 (10^6 µUSD per GPU-hour)."""
+        params = {"granularity": "1d", "start": since.isoformat()}
+        rows = ok(server.client.get("/api/billing", params=params, headers=k))
+        units = sum(int(r["amount_units"]) for r in rows if r["kind"] == "market")
+        assert units % 1_000_000 == 0
+        return units // 1_000_000
+
+    # from the uncordon: the returned node's 300 s and the replacement's 310 s (up to the end
+    # of the interval the last tick billed in advance), 8 GPUs each
+    assert billed_gpu_ms(at("00:41:10")) == 8 * (300 + 310) * 1000
+    # past that interval nothing: no increment billed beyond the release
+    assert billed_gpu_ms(at("00:46:20")) == 0

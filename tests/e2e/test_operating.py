@@ -52,11 +52,13 @@ def test_health_readiness_version_and_banner_on_the_manual_clock(server: Server)
     assert (cli.returncode, cli.stdout, cli.stderr) == (0, f"burstmarket {installed}\n", "")
 
     # the banner tells the clock as it is
-    dashboard, console, pace = server.messages("burstmarket.serve")
+    dashboard, console, pace, engine = server.messages("burstmarket.serve")
     assert dashboard.startswith(f"burstmarket {installed}: dashboard {server.url}/")
     assert console.startswith(f"console {server.url}/console")
     assert pace.startswith("market time on the manual clock: it moves only with POST")
     assert "real time" not in pace
+    # then the engine, compiled before the first tick
+    assert engine.startswith("auction engine compiled before the first tick in ")
 
 
 @pytest.fixture(scope="module")

@@ -293,8 +293,16 @@ def test_the_cases_cover_every_refusal_code() -> None:
     clusters = dict.fromkeys(("vm", "k8s", "limited", "poor", "shopper", "closed"))
     cases = {case[-1] for case in _cases(clusters, {})}
     # each needs a server of its own: manual-clock-only a real clock (below), rate-limited a
-    # low limit, store-unavailable a fault (tests/e2e/test_hostile.py)
-    assert every - cases == {"manual-clock-only", "rate-limited", "store-unavailable"}
+    # low limit, store-unavailable a fault (tests/e2e/test_hostile.py), request-timeout and
+    # too-many-connections a short header timeout and a low limit per address
+    # (tests/e2e/test_connections.py)
+    assert every - cases == {
+        "manual-clock-only",
+        "rate-limited",
+        "store-unavailable",
+        "request-timeout",
+        "too-many-connections",
+    }
 
 
 def _subclasses(cls: type[MarketError]) -> list[type[MarketError]]:

@@ -13,17 +13,30 @@ held out); every block billed exactly its rate for the time it ran; and the ledg
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from burstmarket.clock import NS_PER_HOUR, NS_PER_MS, NS_PER_S, ManualClock
+from burstmarket.clock import NS_PER_HOUR, NS_PER_MS, NS_PER_S, ManualClock, to_datetime
+from burstmarket.contract import (
+    BlockChange,
+    Credit,
+    IslandChange,
+    NewAccount,
+    NewCluster,
+    NewJob,
+    NewPurchase,
+    OfferGrid,
+    PostedCell,
+    Wire,
+)
 from burstmarket.errors import MarketError
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
+from burstmarket.money import micros_to_decimal
 from burstmarket.settings import Settings
 from burstmarket.store import Database
 from tests.conftest import examples
@@ -122,22 +135,22 @@ def _run(market: Market, steps: list[tuple[Any, ...]], opening: tuple[int, int])
     operator, tenant = Operator(market), Tenant(market)
     clock = market.clock
     assert isinstance(clock, ManualClock)
-    operator.put_island("p", G, 8, USD, None, False)
-    cells = [(size, hours, int(rate * USD)) for size, hours, rate in CELLS]
-    operator.base_load.post_offers("p", True, 6, cells)
+    operator.islands.put("p", IslandChange(G, 8, Decimal(1)))
+    cells = [PostedCell(size, hours, Decimal(str(rate))) for size, hours, rate in CELLS]
+    operator.base_load.post_offers("p", OfferGrid(True, 6, cells))
     model = Model()
     for account, balance in zip("xy", opening, strict=True):
-        operator.create_account(account, balance * USD)
+        operator.accounts.create(NewAccount(account, Decimal(balance)))
         model.paid_in[account] = balance * USD * UNITS
     for cluster in CLUSTERS:
-        operator.create_cluster(cluster[0], "p", "k8s", cluster)
+        operator.clusters.create(NewCluster(cluster[0], "p", "k8s", cluster))
     ledger = _ledger(market)
     jobs = 0
     for step in steps:
         try:
             match step:
                 case ("buy", cluster, (size, hours, _)):
-                    block = tenant.base_load.buy(cluster, size, hours)
+                    block = tenant.base_load.buy(cluster, NewPurchase(size, hours))
                     if block.owed_usd:
                         model.purchases[block.id] = Purchase(
                             cluster[0],
@@ -150,27 +163,29 @@ def _run(market: Market, steps: list[tuple[Any, ...]], opening: tuple[int, int])
                     if live is None:
                         continue
                     if what == "rate":
-                        operator.base_load.change(live.id, amount * USD, None, None, None, False)
+                        change = BlockChange(rate_per_gpu_hour=Decimal(amount))
                     elif what == "size":
-                        operator.base_load.change(live.id, None, amount, None, None, False)
+                        change = BlockChange(nodes=amount)
                     else:
                         end = clock.now_ns() + amount * NS_PER_HOUR + 123 * NS_PER_MS
-                        operator.base_load.change(live.id, None, None, end, "moved", True)
+                        change = BlockChange(ends_at=to_datetime(end).isoformat(), notes="moved")
+                    operator.base_load.change(live.id, change)
                 case ("credit", account, amount):
-                    operator.credit(account, amount * USD)
+                    operator.accounts.credit(account, Credit(Decimal(amount)))
                     model.paid_in[account] += amount * USD * UNITS
                 case ("wire", account, amount):
-                    operator.wire(account, amount * USD)
+                    operator.accounts.wire(account, Wire(Decimal(amount)))
                     model.paid_in[account] += amount * USD * UNITS
                     _apply_wire(model, account, amount * USD * UNITS)
                 case ("job", cluster, nodes, price):
                     jobs += 1
-                    tenant.create_job(cluster, f"j{jobs}", nodes, None, price)
+                    limit = None if price is None else micros_to_decimal(price)
+                    tenant.jobs.create(cluster, NewJob(f"j{jobs}", nodes, None, limit))
                 case ("finish", cluster):
                     # its nodes go idle: held for the minimum hold or the grace, then released
-                    running = [j.name for j in tenant.jobs(cluster) if j.state != "finished"]
+                    running = [j.name for j in tenant.jobs.jobs(cluster) if j.state != "finished"]
                     if running:
-                        tenant.finish_job(cluster, running[0])
+                        tenant.jobs.finish(cluster, running[0])
                 case ("node", held, back):
                     # a market node out of service stops billing (its interval refunded); a
                     # block's is replaced; either comes back with `back`
@@ -188,7 +203,7 @@ def _run(market: Market, steps: list[tuple[Any, ...]], opening: tuple[int, int])
                     _ticks(market, model, count)
                 case ("drain", account):
                     # below zero for a day and more: the account's live blocks are cancelled
-                    operator.credit(account, -60_000 * USD)
+                    operator.accounts.credit(account, Credit(Decimal(-60_000)))
                     model.paid_in[account] -= 60_000 * USD * UNITS
                     _ticks(market, model, 26)
         except MarketError:
@@ -285,7 +300,7 @@ def _reconcile(market: Market, operator: Operator, model: Model) -> None:
         held = sum(p.deposit for p in model.purchases.values() if p.account == account)
         expected = model.paid_in[account] - blocks_billed - market_billed - held
         assert market.figures.balance(account) == expected, account
-        answered = operator.account(account)
+        answered = operator.accounts.account(account)
         assert _units(answered.balance_usd) == round(expected / UNITS) * UNITS
         owed = sum(p.owed for p in model.purchases.values() if p.account == account)
         assert _units(answered.owed_usd) == round(owed / UNITS) * UNITS

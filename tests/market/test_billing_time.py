@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from decimal import Decimal
 
 import pytest
 
 from burstmarket.clock import NS_PER_MS, NS_PER_S, ManualClock
-from burstmarket.contract import CapacityView
+from burstmarket.contract import (
+    CapacityDeclaration,
+    CapacityView,
+    IslandChange,
+    NewAccount,
+    NewCluster,
+)
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.ledger import Billed
 from burstmarket.market.market import Market
 from burstmarket.market.model import Island
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, run_tick
+from burstmarket.money import micros_to_decimal
 from tests.conftest import MakeMarket
 from tests.constants import T0, USD
 from tests.market.test_tick import G, nodes, vm
@@ -31,7 +38,8 @@ class Book:
     tenant: Tenant
 
     def declare(self, nodes_wanted: int) -> CapacityView:
-        return asyncio.run(self.tenant.declare_vm("a", nodes_wanted * G, 3 * USD, []))
+        declaration = CapacityDeclaration(nodes_wanted * G, Decimal(3))
+        return asyncio.run(self.tenant.vm.declare("a", declaration))
 
     def tick_at(self, at: int) -> None:
         clock = self.market.clock
@@ -56,9 +64,9 @@ class Book:
 def book(make_market: MakeMarket) -> Book:
     market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
-    operator.put_island("lt", G, 2, RESERVE, None, False)
-    operator.create_account("acct", 1_000 * USD)
-    operator.create_cluster("acct", "lt", "vm", "a")
+    operator.islands.put("lt", IslandChange(G, 2, micros_to_decimal(RESERVE)))
+    operator.accounts.create(NewAccount("acct", Decimal(1_000)))
+    operator.clusters.create(NewCluster("acct", "lt", "vm", "a"))
     return Book(market, Tenant(market))
 
 

@@ -10,18 +10,25 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from burstmarket.clock import NS_PER_S
-from burstmarket.contract import CapacityView
+from burstmarket.contract import (
+    CapacityDeclaration,
+    CapacityView,
+    IslandChange,
+    NewAccount,
+    NewCluster,
+)
 from burstmarket.market import runner
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.hot import Hot
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.market.tick import TickInput, TickOutput
+from burstmarket.money import micros_to_decimal
 from tests.conftest import MakeMarket
 from tests.constants import T0, USD
 
@@ -54,7 +61,7 @@ class Harness:
     run_tick = staticmethod(runner.run_tick)
 
     def declare(self, max_gpus: int) -> CapacityView:
-        return asyncio.run(self.tenant.declare_vm("a", max_gpus, 3 * USD, []))
+        return asyncio.run(self.tenant.vm.declare("a", CapacityDeclaration(max_gpus, Decimal(3))))
 
     def tick(self) -> None:
         self.market.clock.advance(TICK_NS)  # type: ignore[attr-defined]
@@ -102,9 +109,9 @@ class Harness:
 def harness(make_market: MakeMarket, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
-    operator.put_island("lt", GPUS, 4, RATE, None, False)
-    operator.create_account("acct", 1_000 * USD)
-    operator.create_cluster("acct", "lt", "vm", "a")
+    operator.islands.put("lt", IslandChange(GPUS, 4, micros_to_decimal(RATE)))
+    operator.accounts.create(NewAccount("acct", Decimal(1_000)))
+    operator.clusters.create(NewCluster("acct", "lt", "vm", "a"))
     with ThreadPoolExecutor(2) as pool:
         yield Harness(market, Tenant(market), pool, monkeypatch)
 

@@ -216,3 +216,52 @@ def test_a_gang_grant_commits_the_worst_case_of_all_its_nodes_with_their_gpus() 
     commitment = next(e for e in out.ledger if e.kind == "commitment")
     assert commitment.gpus == 3 * G
     assert commitment.units == 2 * USD * 3 * G * (2 * NS_PER_HOUR // NS_PER_MS)
+
+
+def test_a_block_folds_its_own_running_job_before_it_takes_another_tenants_node() -> None:
+    """docs/market.md "Base load": the island is full, a's job on one node, b's VM on the other
+    inside its window. a's one-node block comes from a's own running work: the job folds in
+    where it stands, and b's node is neither reclaimed nor granted again."""
+    island = nodes(2)
+    a, b = k8s("a"), vm("b", G, 3 * USD)
+    jobs = [job("a", "jz", 1)]
+    run([a, b], island, T0, jobs)
+    (theirs,) = [n for n in island if n.cluster == "b"]
+    (ours,) = [n for n in island if n.cluster == "a"]
+    granted, window = theirs.granted_at, theirs.window_ends_at
+    bl = block("a", 1)
+    out = run([a, b], island, T0 + INTERVAL, jobs, [bl])
+    assert (ours.block, ours.job) == (bl.id, "jz")
+    assert "FoldedIntoBlock" in [e.type for e in out.events if e.job == "jz"]
+    assert (theirs.cluster, theirs.granted_at, theirs.window_ends_at) == ("b", granted, window)
+    assert theirs.id not in {n.id for n in out.nodes}  # untouched by the tick
+    assert out.rates == {"b": USD}  # a's market billing stopped, b's goes on
+
+
+def test_a_block_counts_its_day_from_the_tick_whose_billing_takes_the_balance_to_zero() -> None:
+    """The balance covers exactly the block's first step: the tick that bills it leaves the
+    balance at zero, so the 24 h run from that tick, and the block is cancelled exactly a day
+    later (not a tick later)."""
+    island = nodes(1)
+    k = k8s("k")
+    b = block("k", 1, hours=48)
+    step = 3 * USD * G * (INTERVAL // NS_PER_MS)  # one 5-minute step of the block
+    run([k], island, T0, [], [b], balance=step)
+    assert b.billed_until == T0 + INTERVAL
+    assert b.negative_since == T0
+    run([k], island, T0 + 24 * NS_PER_HOUR, [], [b], balance=-step)
+    assert (b.state, b.ended_at) == (CANCELLED, T0 + 24 * NS_PER_HOUR)
+
+
+def test_a_node_back_from_the_operator_bills_its_increments_from_its_return() -> None:
+    """A node whose hour went to its replacement comes back idle at 41:10 holding from its
+    return (market/desks/node_actions.py); released after the idle grace at 46:10 it owes
+    nothing more: its 5-minute increments count from 41:10, not from its grant at 00:10."""
+    (n,) = island = nodes(1)
+    k = k8s("k")
+    back = T0 + (41 * 60 + 10) * NS_PER_S
+    n.cluster, n.granted_at, n.locked_price = "k", T0 + 10 * NS_PER_S, 2 * USD
+    n.hold_until = n.idle_since = back
+    out = run([k], island, back + 300 * NS_PER_S, [])
+    assert n.cluster is None  # released after the grace
+    assert [e for e in out.ledger if e.kind == "hold"] == []

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burstmarket.clock import NS_PER_MS, NS_PER_S
+from burstmarket.market.desks.billing_desk import GRANULARITIES, billing_rows
 from burstmarket.market.model import Cluster, Island, Tranche
-from burstmarket.market.report import GRANULARITIES, billing_rows
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.store import Database
 from tests.conftest import examples

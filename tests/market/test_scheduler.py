@@ -8,21 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import threading
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from burstmarket.clock import NS_PER_S
+from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.contract import CapacityDeclaration, IslandChange, NewAccount, NewCluster
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from tests.conftest import MakeMarket
-from tests.constants import T0, USD
+from tests.constants import T0
 
 INTERVAL_S = 10.0
 INTERVAL_NS = 10 * NS_PER_S
+
+
+class WallClock(ManualClock):
+    """The real clock the tick loop runs on, held still: it moves only when the test moves it,
+    never with a tick (a manual clock follows the ticks that commit)."""
+
+    def ticked(self, ns: int) -> None:
+        """Nothing: the wall clock does not follow the ticks."""
 
 
 @dataclass
@@ -57,14 +68,14 @@ class SlowTicks:
 
 @pytest.fixture
 def market(make_market: MakeMarket) -> Market:
-    market = make_market(tick_seconds=INTERVAL_S)
+    market = make_market(WallClock(T0), tick_seconds=INTERVAL_S)
     operator = Operator(market)
-    operator.put_island("lt", 8, 2, USD, None, False)
-    operator.create_account("acct", 1_000 * USD)
+    operator.islands.put("lt", IslandChange(8, 2, Decimal(1)))
+    operator.accounts.create(NewAccount("acct", Decimal(1_000)))
     tenant = Tenant(market)
     for name, price in (("a", 6), ("b", 5), ("c", 4)):
-        operator.create_cluster("acct", "lt", "vm", name)
-        asyncio.run(tenant.declare_vm(name, 8, price * USD, []))
+        operator.clusters.create(NewCluster("acct", "lt", "vm", name))
+        asyncio.run(tenant.vm.declare(name, CapacityDeclaration(8, Decimal(price))))
     return market
 
 
@@ -115,3 +126,39 @@ def test_every_tick_row_says_how_the_core_was_reached(market: Market) -> None:
     market.tick("lt")
     # two nodes, three single-node bids: VCG is in the core, one exact separation says so
     assert ticks(market) == [(1, T0, 1, True)]
+
+
+def test_a_run_due_while_the_last_still_runs_is_logged_once_with_its_time(
+    market: Market, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The loop as APScheduler runs it: a run comes due while a tick still runs; the line
+    says when it was due (APScheduler's event carries a list of times), and APScheduler's own
+    warning of it is not written beside ours."""
+    scheduler = TickScheduler(market, 0.05)
+    release = threading.Event()
+    monkey_tick = market.tick
+
+    def slow_tick(*args: Any, **kwargs: Any) -> Any:
+        release.wait(timeout=30)
+        return monkey_tick(*args, **kwargs)
+
+    market.tick = slow_tick  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        scheduler.start()
+        try:
+            for _ in range(600):  # until a run came due while the first tick was held
+                await asyncio.sleep(0.05)
+                if any("was due at" in r.getMessage() for r in caplog.records):
+                    break
+        finally:
+            release.set()
+            await scheduler.stop()
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(scenario())
+    due = [r.getMessage() for r in caplog.records if "was due at" in r.getMessage()]
+    assert due, "no run came due while the tick was held"
+    assert "?" not in due[0]
+    assert re.search(r"was due at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}", due[0]), due[0]
+    assert not [r for r in caplog.records if r.name.startswith("apscheduler")]

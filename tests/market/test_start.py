@@ -5,11 +5,12 @@ memory are the store's."""
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 from pathlib import Path
 
 from burstmarket.clock import NS_PER_S
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
+from burstmarket.contract import CapacityDeclaration, NewAccount, NewCluster
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.money import LEDGER_UNITS_PER_MICRO
 from burstmarket.settings import REFERENCE_ISLAND, IslandSpec, Settings
 from tests.conftest import MakeMarket
@@ -23,7 +24,7 @@ def test_a_new_store_starts_with_the_configured_island_or_none(
     small = IslandSpec("small", 4, 3, 2 * USD, '{"gpus": "4x test"}')
     market = make_market(data_dir=tmp_path / "a", first_island=small)
     assert market.island_ids() == ["small"]
-    (island,) = Operator(market).islands()
+    (island,) = Operator(market).islands.islands()
     shown = (island.id, island.gpus_per_node, island.nodes, island.reserve_price, island.node_spec)
     assert shown == ("small", 4, 3, 2, {"gpus": "4x test"})
     market.db.close()
@@ -33,9 +34,9 @@ def test_a_new_store_starts_with_the_configured_island_or_none(
 def test_a_store_with_islands_keeps_its_own_and_its_figures(make_market: MakeMarket) -> None:
     market = make_market(first_island=IslandSpec("first", 8, 2, USD, None))
     operator = Operator(market)
-    operator.create_account("acct", 100 * USD)
-    token = operator.create_cluster("acct", "first", "vm", "c").token
-    asyncio.run(Tenant(market).declare_vm("c", 8, 3 * USD, []))
+    operator.accounts.create(NewAccount("acct", Decimal(100)))
+    token = operator.clusters.create(NewCluster("acct", "first", "vm", "c")).token
+    asyncio.run(Tenant(market).vm.declare("c", CapacityDeclaration(8, Decimal(3))))
     market.clock.advance(10 * NS_PER_S)  # type: ignore[attr-defined]
     market.tick("first")
     balance, rates = market.figures.balance("acct"), market.figures.rates("first")
@@ -50,4 +51,3 @@ def test_a_store_with_islands_keeps_its_own_and_its_figures(make_market: MakeMar
     # one node of 8 GPUs at the reserve, billed 10 s (10,000 ms) in advance
     assert balance == 100 * USD * LEDGER_UNITS_PER_MICRO - USD * 8 * 10_000
     assert rates == {"c": USD}
-    again.db.close()

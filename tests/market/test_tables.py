@@ -16,10 +16,11 @@ import pyarrow as pa
 import pytest
 
 from burstmarket.clock import ManualClock
+from burstmarket.market.islands import create_island
 from burstmarket.market.ledger import DEPOSIT, Entry
+from burstmarket.market.lookups import read_cluster
 from burstmarket.market.market import Market
 from burstmarket.market.model import Cluster, Island, Tranche
-from burstmarket.market.state import create_island, read_cluster
 from burstmarket.market.tables import (
     CLUSTER_DEMAND,
     CLUSTERS,

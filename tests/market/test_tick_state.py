@@ -21,7 +21,7 @@ from burstmarket.market.model import (
     Node,
     priority,
 )
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput
 from tests.conftest import examples
 from tests.constants import T0, USD
@@ -127,7 +127,7 @@ def transitions(s: TickState, draw: st.DrawFn) -> None:
         c = draw(st.sampled_from(CLUSTERS))
         mine = [j.name for j in jobs if j.cluster == c]
         s.grant(n, c, draw(st.sampled_from([None, *mine])))
-        n.granted_at = s.t
+        n.granted_at = s.now
     elif move == "release":
         s.release(draw(st.sampled_from(market)), minimum=draw(st.booleans()))
     elif move == "free":
@@ -165,7 +165,7 @@ def assert_indices_match_a_rescan(s: TickState, entered: dict[str, int]) -> None
         owed = [
             n
             for n in nodes
-            if place(n) == ("out", c.id) and n.owed(s.t) and s.refused.get(c.id) != BILLING_HOLD
+            if place(n) == ("out", c.id) and n.owed(s.now) and s.refused.get(c.id) != BILLING_HOLD
         ]
         assert s.owed_count(c.id) == len(owed)
         jobs = sorted((j for j in s.inp.jobs if j.cluster == c.id), key=lambda j: j.age)
@@ -191,7 +191,7 @@ def assert_indices_match_a_rescan(s: TickState, entered: dict[str, int]) -> None
         n
         for n in nodes
         if place(n)[0] == "out"
-        and n.owed(s.t)
+        and n.owed(s.now)
         and n.cluster is not None
         and s.refused.get(n.cluster) != BILLING_HOLD
     ]

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from tests.conftest import Server, StartServer
 from tests.e2e.support import bearer, eventually, ok
-
-
-def console_tenants(log: str) -> list[tuple[str, str, str]]:
-    """(kind, cluster, token) of each tenant the simulation offers for the console."""
-    return re.findall(r"^  (VM|Kubernetes) cluster (\S+) \(island \w+\): (\S+)$", log, re.M)
+from tests.simulation.announced import announced
 
 
 def stats(server: Server, island: str) -> dict[str, Any] | None:
@@ -51,14 +46,14 @@ def test_simulated_tenants_make_a_moving_market_on_two_islands(
     kinds = {name.rsplit("-", 1)[1] for name in tokens}
     assert kinds == {"vm", "k8s"}
     assert (server.data_dir / "simulation.json").stat().st_mode & 0o777 == 0o600
-    # the console's address and a VM and a Kubernetes tenant to sign in as, with their tokens
-    printed = eventually(lambda: console_tenants(server.log()), "the console's tenants", server)
-    assert [kind for kind, _, _ in printed] == ["VM", "Kubernetes"]
-    assert printed[1][1].endswith("-base-k8s")  # the tenant whose page shows a block
-    for kind, name, token in printed:
-        assert tokens[name] == token
-        me = ok(server.client.get("/api/cluster", headers=bearer(token)))
-        assert (me["id"], me["kind"]) == (name, {"VM": "vm", "Kubernetes": "k8s"}[kind])
+    # a VM and a Kubernetes simulated tenant to watch or sign in as, with their tokens
+    printed = announced(server).watch
+    assert [c.kind for c in printed] == ["vm", "k8s"]
+    assert printed[1].name.endswith("-base-k8s")  # the tenant whose page shows a block
+    for cluster in printed:
+        assert tokens[cluster.name] == cluster.token
+        me = ok(server.client.get("/api/cluster", headers=bearer(cluster.token)))
+        assert (me["id"], me["kind"]) == (cluster.name, cluster.kind)
     k8s = next(token for name, token in tokens.items() if name.endswith("-k8s"))
     jobs = eventually(
         lambda: ok(server.client.get("/api/k8s/jobs", headers=bearer(k8s))), "jobs", server

@@ -1,6 +1,7 @@
 """`burstmarket simulate` and `burstmarket export`, run as commands, read back with DuckDB: two
-whole UTC days of history, every README query on it with the right GPU-hours, its data dictionary
-against the real files, nothing stray beside it, and the service serving it."""
+whole UTC days of history, every analyst query (docs/analysts.md) on it with the right
+GPU-hours, its data dictionary against the real files, nothing stray beside it, and the
+service serving it."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import polars as pl
 import pytest
 
 from burstmarket.history.dictionary import HISTORY, PARTITIONS
+from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
-from tests.history.test_readme_queries import blocks
 
 TABLES = ("ticks", "cluster_rates", "allocations", "ladder")
 
@@ -39,7 +40,7 @@ def query(sql: str) -> list[tuple[object, ...]]:
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two days of history at hourly ticks: 48 ticks per island (the default 30-minute ticks
     cost the fast loop twice the time and test nothing more). The data dir is named `data`, so
-    the README's queries run on it as written from the folder holding it."""
+    docs/analysts.md's queries run on it as written from the folder holding it."""
     out = tmp_path_factory.mktemp("simulated") / "data"
     printed = run(
         "simulate", "--days", "2", "--tick-seconds", "3600", "--out", str(out), "--seed", "7"
@@ -200,11 +201,11 @@ def ledger_gpu_hours(simulated: Path, key: str) -> dict[tuple[Any, ...], float]:
     return {tuple(row[:-1]): float(row[-1]) for row in rows}
 
 
-def test_every_readme_query_runs_on_simulated_history_with_the_right_gpu_hours(
+def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
     simulated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(simulated.parent)  # the queries read `data/history/...`, as written
-    hourly, per_day, percentiles = (query(text) for text in blocks("sql"))
+    hourly, per_day, percentiles = (query(text) for text in docs.code("docs/analysts.md", "sql"))
     billed = ledger_gpu_hours(simulated, "island, time_bucket(INTERVAL 1 HOUR, billed_at)")
     # two islands, every hour once the tenants have arrived: they bid at the step after the
     # midnight tick (they come in over its first minutes), are granted the tick after that and
@@ -218,7 +219,7 @@ def test_every_readme_query_runs_on_simulated_history_with_the_right_gpu_hours(
     assert {(cluster, day): gpu_hours for cluster, day, _, gpu_hours in per_day} == per_cluster
     assert {island for island, *_ in percentiles} == {"edge", "ref"}
 
-    (code,) = blocks("python")
+    (code,) = docs.code("docs/analysts.md", "python")
     scope: dict[str, Any] = {}
     exec(code, scope)
     polars_hourly: pl.DataFrame = scope["hourly_vwap"]

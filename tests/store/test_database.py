@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from burstmarket.shipped import sql
+from burstmarket.shipped import numbered, sql
 from burstmarket.store import Database
 from burstmarket.store.database import MIGRATIONS
 
@@ -47,6 +47,19 @@ def test_a_new_store_is_at_the_latest_schema_and_reopening_changes_nothing(tmp_p
     versions = again.cursor().execute("SELECT count(*) FROM schema_version").fetchone()
     assert versions == (len(MIGRATIONS),)
     again.close()
+
+
+def test_the_migrations_are_the_numbered_schema_files_in_version_order() -> None:
+    """No list to keep by hand: a new sql/schema_NNN.sql is the next migration; a number
+    missing or given twice stops the start instead of skipping or repeating a step."""
+    files = ["schema_010.sql", "island.sql", "schema_002.sql", "schema_001.sql", "schema_1.sql"]
+    files += [f"schema_{n:03d}.sql" for n in range(3, 10)]
+    assert numbered(files) == tuple(f"schema_{n:03d}" for n in range(1, 11))
+    # the store's own, from the shipped sql/ (six when the list was still kept by hand)
+    assert MIGRATIONS[:6] == tuple(f"schema_{n:03d}" for n in range(1, 7))
+    for broken in (["schema_001.sql", "schema_003.sql"], ["schema_002.sql"]):
+        with pytest.raises(ValueError, match="must number"):
+            numbered(broken)
 
 
 def test_market_data_tables_have_the_contract_columns(tmp_path: Path) -> None:

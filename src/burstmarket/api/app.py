@@ -24,14 +24,13 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
-from burstmarket.api.web import STATIC, cors, feed_options, static_file
+from burstmarket.api.web import STATIC, answer_options, cors, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
 from burstmarket.lease import Leases, LeaseUnavailable
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 from burstmarket.scheduler import TickScheduler
 from burstmarket.settings import Settings
 from burstmarket.store import Database
@@ -48,7 +47,7 @@ async def dashboard() -> Response[bytes]:
 @get("/console", include_in_schema=False)
 async def console() -> Response[bytes]:
     """The tenants' console: signed in with a cluster token, it calls the tenant API like any
-    other client (README, "Console")."""
+    other client (docs/dashboard-and-console.md, "Console")."""
     return Response((STATIC / "console.html").read_bytes(), media_type=MediaType.HTML)
 
 
@@ -93,7 +92,7 @@ def create_app(settings: Settings) -> Litestar:
     if settings.bus is not None and settings.islands is not None:
         leases = _leases(settings, settings.islands)
     try:
-        db = Database(settings.database_path)
+        db = Database(settings.database_path, settings.checkpoint_bytes)
     except Exception:
         if leases is not None:  # the next process need not wait for them to lapse
             leases.release()
@@ -155,6 +154,7 @@ def create_app(settings: Settings) -> Litestar:
     app = Litestar(
         route_handlers=handlers,
         dependencies={"deps": Provide(lambda: deps, sync_to_thread=False)},
+        before_request=answer_options,  # OPTIONS: every method of the path
         dto=StrictBody,  # every handler's `data`: api/bodies.py
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],

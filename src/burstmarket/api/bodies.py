@@ -3,28 +3,28 @@ naming the field.
 
 Handlers declare `data: <Struct>`; litestar hands the raw body to `StrictBody` (the app's DTO),
 which decodes it strictly with msgspec: the JSON text straight into the Struct, money read as a
-Decimal digit for digit. When that fails, msgspec's message says what is wrong but not, as data,
-where: the body is read again loosely and each field checked on its own against its type, so
-the refusal names the field (and the length `limit` it went past, from the type's
-`msgspec.Meta`) from the Struct's own description, never by reading the error's text.
+Decimal digit for digit, after the one check of how deep it nests (nesting.py, the feed's too).
+When decoding fails, msgspec's message says what is wrong but not, as data, where: the body is
+split into its fields, each still the JSON text the client wrote, and each decoded on its own
+as its type (a list of Structs item by item, so `cells[2].term_hours` is named), so the refusal
+names the field (and the length `limit` it went past, from the type's `msgspec.Meta`) from the
+Struct's own description, never by reading the error's text.
 
-Money is then turned into integer micro-dollars (`price`, `amount`), refused, never rounded,
-off the grid or range.
+The handler hands the Struct to the market's desk, which turns its money into integer
+micro-dollars, refused, never rounded, off the grid or range (market/desks/inputs.py).
 """
 
 from __future__ import annotations
 
 import typing
-from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
 from litestar.dto import AbstractDTO
 from litestar.typing import FieldDefinition
 
-from burstmarket.contract import MAX_NODE_SPEC_BYTES
 from burstmarket.errors import Invalid
-from burstmarket.money import MoneyError, parse_amount, parse_price
+from burstmarket.nesting import check_nesting
 
 if typing.TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -32,55 +32,89 @@ if typing.TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_loose = msgspec.json.Decoder(float_hook=Decimal)
-"""Any JSON, numbers with a fraction as Decimals (so a field is checked on exactly what came)."""
+_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
+"""A JSON object's fields, each as the text the client wrote (checked on exactly that)."""
+_items = msgspec.json.Decoder(list[msgspec.Raw])
 
 
 def decode(raw: bytes, kind: type[T]) -> T:
     """`raw` as a `kind`; Invalid naming the field otherwise."""
+    check_nesting(raw, "body")
     try:
         return msgspec.json.decode(raw, type=kind)
     except msgspec.DecodeError as exc:  # ValidationError included
-        raise _refusal(raw, kind, str(exc)) from None
+        _refusal(raw, kind, "", str(exc))
 
 
-def _refusal(raw: bytes, kind: type[Any], message: str) -> Invalid:
-    """Which field of `kind` the body got wrong: each one checked on its own, in the order the
-    body gives them, then the required ones it left out."""
+def _refusal(raw: bytes | msgspec.Raw, kind: type[Any], path: str, message: str) -> typing.NoReturn:
+    """Which field of `kind` the JSON object `raw` (the body, or an item of one of its lists:
+    `path` names it) got wrong: each one decoded on its own, in the order the body gives them,
+    then the required ones it left out."""
+    where = path.removesuffix(".") or "body"
     try:
-        body = _loose.decode(raw)
+        body = _fields.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise Invalid(where, f"must be a JSON object: {exc}") from None
     except msgspec.DecodeError as exc:
-        return Invalid("body", f"malformed JSON: {exc}")
-    if not isinstance(body, dict):
-        return Invalid("body", f"must be a JSON object, not {type(body).__name__}")
+        raise Invalid(where, f"malformed JSON: {exc}") from None
     info = msgspec.inspect.type_info(kind)
     assert isinstance(info, msgspec.inspect.StructType)
     fields = {field.encode_name: field for field in info.fields}
     types = typing.get_type_hints(kind, include_extras=True)
-    for name, value in body.items():
+    for name, text in body.items():
         field = fields.get(name)
         if field is None:
-            return Invalid(name, "is not a field of this body")
+            raise Invalid(path + name, "is not a field of this body")
         try:
-            msgspec.convert(value, type=types[field.name])
+            msgspec.json.decode(text, type=types[field.name])
         except msgspec.ValidationError as exc:
-            return Invalid(name, str(exc), **_limit(field.type, value))
+            _refuse_item(text, field.type, path + name)
+            raise Invalid(path + name, str(exc), **_limit(field.type, text)) from None
     for name, field in fields.items():
         if field.required and name not in body:
-            return Invalid(name, "is required")
-    return Invalid("body", message)  # not reached: one of the fields is at fault
+            raise Invalid(path + name, "is required")
+    raise Invalid(where, message)  # not reached: one of the fields is at fault
 
 
-def _limit(kind: msgspec.inspect.Type, value: Any) -> dict[str, int]:
+def _refuse_item(text: msgspec.Raw, kind: msgspec.inspect.Type, name: str) -> None:
+    """For a list of Structs (`cells`), the item at fault and its field, if it is an item."""
+    if isinstance(kind, msgspec.inspect.Metadata):
+        kind = kind.type
+    if not isinstance(kind, msgspec.inspect.ListType):
+        return
+    item = kind.item_type
+    if not isinstance(item, msgspec.inspect.StructType):
+        return
+    try:
+        texts = _items.decode(text)
+    except msgspec.DecodeError:
+        return  # not a list: the field as a whole
+    for i, one in enumerate(texts):
+        try:
+            msgspec.json.decode(one, type=item.cls)
+        except msgspec.ValidationError as exc:
+            _refusal(one, item.cls, f"{name}[{i}].", str(exc))
+
+
+def _limit(kind: msgspec.inspect.Type, text: msgspec.Raw) -> dict[str, int]:
+    """`{"limit": n}` when the value is longer than its type allows; else nothing."""
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:  # a number out of any range: no length to it
+        return {}
+    return _length_limit(kind, value)
+
+
+def _length_limit(kind: msgspec.inspect.Type, value: Any) -> dict[str, int]:
     """`{"limit": n}` when `value` is longer than its type allows (a string, a list, or an item
     of the list); else nothing."""
     if isinstance(kind, msgspec.inspect.UnionType):
         for member in kind.types:
-            if found := _limit(member, value):
+            if found := _length_limit(member, value):
                 return found
         return {}
     if isinstance(kind, msgspec.inspect.Metadata):
-        return _limit(kind.type, value)
+        return _length_limit(kind.type, value)
     if isinstance(kind, msgspec.inspect.StrType) and isinstance(value, str):
         too_long = kind.max_length is not None and len(value) > kind.max_length
         return {"limit": kind.max_length} if too_long and kind.max_length is not None else {}
@@ -88,7 +122,7 @@ def _limit(kind: msgspec.inspect.Type, value: Any) -> dict[str, int]:
         if kind.max_length is not None and len(value) > kind.max_length:
             return {"limit": kind.max_length}
         for item in value:
-            if found := _limit(kind.item_type, item):
+            if found := _length_limit(kind.item_type, item):
                 return found
     return {}
 
@@ -120,35 +154,3 @@ class StrictBody(AbstractDTO[Any]):
         return schema_creator.for_field_definition(
             FieldDefinition.from_annotation(field_definition.annotation)
         )
-
-
-def node_spec(value: Any) -> Any:
-    """An island's free-form node_spec, bounded in size."""
-    size = len(msgspec.json.encode(value))
-    if size > MAX_NODE_SPEC_BYTES:
-        raise Invalid(
-            "node_spec",
-            f"is {size} bytes of JSON, over {MAX_NODE_SPEC_BYTES}",
-            limit=MAX_NODE_SPEC_BYTES,
-        )
-    return value
-
-
-def price(field: str, value: Decimal) -> int:
-    """A price in USD per GPU-hour -> µUSD, refused (never rounded) off the grid or range."""
-    try:
-        return parse_price(value)
-    except MoneyError as exc:
-        raise Invalid(field, str(exc), value=value) from None
-
-
-def optional_price(field: str, value: Decimal | None) -> int | None:
-    return None if value is None else price(field, value)
-
-
-def amount(field: str, value: Decimal) -> int:
-    """A dollar amount -> µUSD (at most 6 decimals)."""
-    try:
-        return parse_amount(value)
-    except MoneyError as exc:
-        raise Invalid(field, str(exc), value=value) from None

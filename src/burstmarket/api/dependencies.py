@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from litestar.di import NamedDependency
 
 from burstmarket.clock import Clock
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
 
 
 @dataclass(slots=True)

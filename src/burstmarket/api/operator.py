@@ -2,7 +2,8 @@
 (cordon, dark, uncordon), base load blocks, manual ticks; and the public island list.
 
 Every operator endpoint is on one router, `/api/admin`, guarded by the operator token
-(api/auth.py): a handler here never checks a token itself.
+(api/auth.py): a handler here never checks a token itself. Each hands the market's operator face
+(market/desks/) the request's contract Struct as decoded.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from litestar import Router, get, patch, post, put
 from litestar.params import FromPath, JSONBody
 
 from burstmarket.api.auth import Tokens
-from burstmarket.api.bodies import amount, node_spec, optional_price, price
 from burstmarket.api.dependencies import Deps
 from burstmarket.api.threads import threaded
 from burstmarket.apidoc import MARKET_DATA, SECURITY, refusals
-from burstmarket.clock import NS_PER_MS, ManualClock, from_datetime, parse_time
+from burstmarket.clock import ManualClock
 from burstmarket.contract import (
-    MAX_TICKS,
     AccountView,
     BlockChange,
     BlockView,
@@ -60,26 +59,26 @@ WITH_BODY = (*SIGNED, Invalid, TooLarge)
 @threaded
 def get_islands(deps: Deps) -> list[IslandView]:
     """Every island (public, like the market data)."""
-    return deps.operator.islands()
+    return deps.operator.islands.islands()
 
 
 @post("/accounts", status_code=201, responses=refusals(*WITH_BODY, Conflict))
 @threaded
 def post_account(deps: Deps, data: JSONBody[NewAccount]) -> AccountView:
-    return deps.operator.create_account(data.name, amount("balance_usd", data.balance_usd))
+    return deps.operator.accounts.create(data)
 
 
 @get("/accounts/{name:str}", responses=refusals(*SIGNED, NotFound))
 @threaded
 def get_account(deps: Deps, name: FromPath[str]) -> AccountView:
-    return deps.operator.account(name)
+    return deps.operator.accounts.account(name)
 
 
 @post("/accounts/{name:str}/credit", status_code=200, responses=refusals(*WITH_BODY, NotFound))
 @threaded
 def post_credit(deps: Deps, name: FromPath[str], data: JSONBody[Credit]) -> AccountView:
     """Add credit (negative corrects it): a new ledger row, never an edit."""
-    return deps.operator.credit(name, amount("amount_usd", data.amount_usd))
+    return deps.operator.accounts.credit(name, data)
 
 
 @post("/accounts/{name:str}/wires", status_code=200, responses=refusals(*WITH_BODY, NotFound))
@@ -87,7 +86,7 @@ def post_credit(deps: Deps, name: FromPath[str], data: JSONBody[Credit]) -> Acco
 def post_wire(deps: Deps, name: FromPath[str], data: JSONBody[Wire]) -> AccountView:
     """Money received by wire: credit, applied to the account's base load receivables (the
     earliest due first); one paid in full gives its security deposit back."""
-    return deps.operator.wire(name, amount("amount_usd", data.amount_usd))
+    return deps.operator.accounts.wire(name, data)
 
 
 @post("/clusters", status_code=201, responses=refusals(*WITH_BODY, NotFound, Conflict))
@@ -95,7 +94,7 @@ def post_wire(deps: Deps, name: FromPath[str], data: JSONBody[Wire]) -> AccountV
 def post_cluster(deps: Deps, data: JSONBody[NewCluster]) -> ClusterCreatedView:
     """A cluster of an account on an island; its token is shown here, once."""
     _runs(deps, data.island)
-    return deps.operator.create_cluster(data.account, data.island, data.kind, data.name)
+    return deps.operator.clusters.create(data)
 
 
 def _runs(deps: Deps, island: str) -> None:
@@ -109,16 +108,7 @@ def _runs(deps: Deps, island: str) -> None:
 def put_island(deps: Deps, island_id: FromPath[str], data: JSONBody[IslandChange]) -> IslandView:
     """Create an island or change it."""
     _runs(deps, island_id)
-    set_spec = data.node_spec is not msgspec.UNSET
-    return deps.operator.put_island(
-        island_id,
-        data.gpus_per_node,
-        data.nodes,
-        optional_price("reserve_price", data.reserve_price),
-        node_spec(data.node_spec) if set_spec else None,
-        set_spec,
-        data.base_load_cap,
-    )
+    return deps.operator.islands.put(island_id, data)
 
 
 @get("/islands/{island_id:str}/nodes", responses=refusals(*SIGNED, NotFound))
@@ -166,8 +156,7 @@ def post_base_load(deps: Deps, cluster_id: FromPath[str], data: JSONBody[NewBloc
     and rate within the island's `base_load_cap`, with no posted offer, reserve or funds asked
     (tenants buy posted cells with `POST /api/base-load`). One live block per cluster
     (`one-per-cluster`)."""
-    rate = price("rate_per_gpu_hour", data.rate_per_gpu_hour)
-    return deps.operator.base_load.create(cluster_id, data.nodes, rate, data.term_hours)
+    return deps.operator.base_load.create(cluster_id, data)
 
 
 @patch("/base-load/{block_id:str}", responses=refusals(*WITH_BODY, NotFound, Conflict))
@@ -176,20 +165,7 @@ def patch_base_load(deps: Deps, block_id: FromPath[str], data: JSONBody[BlockCha
     """Change a live block (the account team): a new rate or size ends it now and starts a new
     block with the new figures, billed exactly on both sides of the instant (the answer is the
     new block); the end date and the notes change in place."""
-    ends_at = None
-    if data.ends_at is not msgspec.UNSET:
-        ns = from_datetime(parse_time("ends_at", data.ends_at))
-        ends_at = ns - ns % NS_PER_MS
-    return deps.operator.base_load.change(
-        block_id,
-        None
-        if data.rate_per_gpu_hour is msgspec.UNSET
-        else price("rate_per_gpu_hour", data.rate_per_gpu_hour),
-        None if data.nodes is msgspec.UNSET else data.nodes,
-        ends_at,
-        None if data.notes is msgspec.UNSET else data.notes,
-        data.notes is not msgspec.UNSET,
-    )
+    return deps.operator.base_load.change(block_id, data)
 
 
 @put("/clusters/{cluster_id:str}/base-load/packing", responses=refusals(*WITH_BODY, NotFound))
@@ -198,7 +174,7 @@ def put_packing(
     deps: Deps, cluster_id: FromPath[str], data: JSONBody[PackingChange]
 ) -> PackingView:
     """Enable (or disable) packing the cluster's jobs smaller than one node onto its block."""
-    return deps.operator.base_load.set_packing(cluster_id, data.enabled)
+    return deps.operator.base_load.set_packing(cluster_id, data)
 
 
 @put("/islands/{island_id:str}/base-load-offers", responses=refusals(*WITH_BODY, NotFound))
@@ -207,17 +183,7 @@ def put_offers(deps: Deps, island_id: FromPath[str], data: JSONBody[OfferGrid]) 
     """Post the island's base load offer grid, as a whole: whether tenants may buy, the
     reservable inventory (the island's `base_load_cap`) and the cells (a cell without a rate
     reads sold out). Answers the grid with each cell's state now."""
-    cells = [
-        (
-            cell.size_gpus,
-            cell.term_hours,
-            optional_price(f"cells[{i}].rate_per_gpu_hour", cell.rate_per_gpu_hour),
-        )
-        for i, cell in enumerate(data.cells)
-    ]
-    return deps.operator.base_load.post_offers(
-        island_id, data.buying_open, data.reservable_nodes, cells
-    )
+    return deps.operator.base_load.post_offers(island_id, data)
 
 
 @get("/clusters/{cluster_id:str}/base-load", responses=refusals(*SIGNED, NotFound))
@@ -229,14 +195,13 @@ def get_base_load(deps: Deps, cluster_id: FromPath[str]) -> list[BlockView]:
 
 @post("/ticks", status_code=200, responses=refusals(*WITH_BODY, ManualClockOnly))
 async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
-    """Run `count` ticks back to back, each advancing the manual clock by one interval."""
+    """Run `count` ticks back to back, each one interval after market time (the manual clock's,
+    moved by each tick that commits)."""
     clock = deps.clock
     if not isinstance(clock, ManualClock):
         raise ManualClockOnly(
             "ticks run on the real clock's schedule; POST /api/admin/ticks needs --clock manual"
         )
-    if not 1 <= data.count <= MAX_TICKS:
-        raise Invalid("count", f"must be between 1 and {MAX_TICKS}", count=data.count)
     market = deps.market
     islands = await anyio.to_thread.run_sync(market.island_ids)
     if data.island is not None and data.island not in islands:
@@ -246,9 +211,10 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
     last: dict[str, TickCommitted] = {}
     async with deps.tick_lock:
         for _ in range(data.count):
-            now = clock.advance(market.interval_ns)
+            # market time reaches `at` only once a tick at `at` commits (ManualClock.ticked)
+            at = clock.now_ns() + market.interval_ns
             for island in islands:
-                event = await anyio.to_thread.run_sync(market.tick, island, now)
+                event = await anyio.to_thread.run_sync(market.tick, island, at)
                 market.publish(event)
                 last[island] = event
     shown = msgspec.structs.asdict(last[data.island or islands[0]].stats)

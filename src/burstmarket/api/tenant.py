@@ -2,9 +2,10 @@
 billing.
 
 One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed `me`,
-its cluster and the market's tenant face. Handlers are sync and run in a worker thread: every
-one of them touches DuckDB. Except the hot path, `PUT /api/vm/capacity`: it stays on the event
-loop and awaits the store's group commit.
+its cluster and the market's tenant face (market/desks/), and hands the desk the request's
+contract Struct as decoded (a field left out is `msgspec.UNSET`). Handlers are sync and run in
+a worker thread: every one of them touches DuckDB. Except the hot path, `PUT /api/vm/capacity`:
+it stays on the event loop and awaits the store's group commit.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from burstmarket.api.auth import Tokens
-from burstmarket.api.bodies import amount, optional_price, price
 from burstmarket.api.dependencies import Caller, Me
 from burstmarket.api.threads import threaded
 from burstmarket.apidoc import SECURITY, TimeQuery, documented, refusals
@@ -60,8 +60,8 @@ from burstmarket.errors import (
     TooLarge,
     Unauthorized,
 )
-from burstmarket.market.report import Granularity
-from burstmarket.market.tenant import Tenant
+from burstmarket.market.desks import Tenant
+from burstmarket.market.desks.billing_desk import Granularity
 
 SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
 """What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
@@ -73,14 +73,14 @@ WITH_BODY = (*SIGNED, Invalid, TooLarge)
 @threaded
 def get_cluster(me: Me) -> ClusterView:
     """The cluster this token acts for: its account, island, kind and the island's node size."""
-    return me.tenant.cluster(me.cluster)
+    return me.tenant.clusters.view(me.cluster)
 
 
 @get("/vm/capacity", responses=refusals(*SIGNED))
 @threaded
 def get_capacity(me: Me) -> CapacityView:
     """The VM cluster's declaration and what it holds."""
-    return me.tenant.vm_capacity(me.cluster)
+    return me.tenant.vm.capacity(me.cluster)
 
 
 @put(
@@ -90,28 +90,21 @@ def get_capacity(me: Me) -> CapacityView:
 async def put_capacity(me: Me, data: JSONBody[CapacityDeclaration]) -> CapacityView:
     """Declare how many GPUs at most, at what price at most; answered once durable. Lowering
     `max_gpus` always works."""
-    return await me.tenant.declare_vm(
-        me.cluster,
-        data.max_gpus,
-        optional_price("max_price_per_gpu_hour", data.max_price_per_gpu_hour),
-        data.release,
-    )
+    return await me.tenant.vm.declare(me.cluster, data)
 
 
 @get("/k8s/bid", responses=refusals(*SIGNED))
 @threaded
 def get_bid(me: Me) -> BidView:
     """The Kubernetes cluster's limit price."""
-    return me.tenant.k8s_bid(me.cluster)
+    return me.tenant.jobs.bid(me.cluster)
 
 
 @put("/k8s/bid", responses=refusals(*WITH_BODY, BidTooLow, SpendLimit))
 @threaded
 def put_bid(me: Me, data: JSONBody[BidChange]) -> BidView:
     """Set the limit price of the cluster's jobs that have none of their own."""
-    return me.tenant.set_k8s_bid(
-        me.cluster, price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour)
-    )
+    return me.tenant.jobs.set_bid(me.cluster, data)
 
 
 @post(
@@ -123,27 +116,19 @@ def put_bid(me: Me, data: JSONBody[BidChange]) -> BidView:
 def post_job(me: Me, data: JSONBody[NewJob]) -> JobView:
     """A job of `nodes` whole nodes, placed as one gang; or of `pods` pods of `gpus_per_pod`
     GPUs under a node's, packed onto the cluster's base load block (never bidding)."""
-    return me.tenant.create_job(
-        me.cluster,
-        data.name,
-        data.nodes,
-        data.priority_class,
-        optional_price("limit_price_per_gpu_hour", data.limit_price_per_gpu_hour),
-        data.pods,
-        data.gpus_per_pod,
-    )
+    return me.tenant.jobs.create(me.cluster, data)
 
 
 @get("/k8s/jobs", responses=refusals(*SIGNED))
 @threaded
 def get_jobs(me: Me) -> list[JobView]:
-    return me.tenant.jobs(me.cluster)
+    return me.tenant.jobs.jobs(me.cluster)
 
 
 @get("/k8s/jobs/{job:str}", responses=refusals(*SIGNED, NotFound))
 @threaded
 def get_job(me: Me, job: FromPath[str]) -> JobView:
-    return me.tenant.job(me.cluster, job)
+    return me.tenant.jobs.job(me.cluster, job)
 
 
 @patch(
@@ -153,25 +138,14 @@ def get_job(me: Me, job: FromPath[str]) -> JobView:
 @threaded
 def patch_job(me: Me, job: FromPath[str], data: JSONBody[JobChange]) -> JobView:
     """Change a job's limit price or priority class (a field left out is kept)."""
-    new_price = data.limit_price_per_gpu_hour
-    new_class = data.priority_class
-    return me.tenant.patch_job(
-        me.cluster,
-        job,
-        None
-        if new_price is msgspec.UNSET
-        else optional_price("limit_price_per_gpu_hour", new_price),
-        new_price is not msgspec.UNSET,
-        None if new_class is msgspec.UNSET else new_class,
-        new_class is not msgspec.UNSET,
-    )
+    return me.tenant.jobs.patch(me.cluster, job, data)
 
 
 @delete("/k8s/jobs/{job:str}", status_code=200, responses=refusals(*SIGNED, NotFound))
 @threaded
 def delete_job(me: Me, job: FromPath[str]) -> JobView:
     """The job finished: its nodes stay with the cluster, idle."""
-    return me.tenant.finish_job(me.cluster, job)
+    return me.tenant.jobs.finish(me.cluster, job)
 
 
 @get("/base-load/offers", responses=refusals(*SIGNED))
@@ -194,7 +168,7 @@ def post_purchase(me: Me, data: JSONBody[NewPurchase]) -> BlockView:
     """Buy a posted cell for this cluster: the block starts at once. The balance covers the
     whole price, or a security deposit (the price up to 10,000 USD) is taken from it and the
     rest is owed by wire by the next business day."""
-    return me.tenant.base_load.buy(me.cluster, data.size_gpus, data.term_hours)
+    return me.tenant.base_load.buy(me.cluster, data)
 
 
 @get("/base-load", responses=refusals(*SIGNED))
@@ -207,15 +181,14 @@ def get_blocks(me: Me) -> BlocksView:
 @get("/spend-limit", responses=refusals(*SIGNED))
 @threaded
 def get_spend_limit(me: Me) -> SpendLimitView:
-    return me.tenant.spend_limit(me.cluster)
+    return me.tenant.spend_guard.limit(me.cluster)
 
 
 @put("/spend-limit", responses=refusals(*WITH_BODY))
 @threaded
 def put_spend_limit(me: Me, data: JSONBody[SpendLimitChange]) -> SpendLimitView:
     """Set the cluster's dollar limit per day (null removes it)."""
-    limit = None if data.usd_per_day is None else amount("usd_per_day", data.usd_per_day)
-    return me.tenant.set_spend_limit(me.cluster, limit)
+    return me.tenant.spend_guard.set_limit(me.cluster, data)
 
 
 def _time(field: str, value: str | None) -> int | None:
@@ -239,7 +212,9 @@ def get_billing(
     output: Annotated[Literal["json", "csv"], QueryParameter(name="format")] = "json",
 ) -> Response[list[BillingRowView]]:
     """The cluster's bill per time bucket, computed in SQL over the ledger."""
-    rows = me.tenant.billing(me.cluster, _time("start", start), _time("end", end), granularity)
+    rows = me.tenant.billing.billing(
+        me.cluster, _time("start", start), _time("end", end), granularity
+    )
     if output == "json":
         return Response(rows)
     buffer = io.StringIO()

@@ -1,15 +1,19 @@
-"""What the market's app (api/app.py) and a feed edge's (api/edge.py) share: the files shipped
+"""What the market's app (api/app.py) and a feed edge's (api/edge_app.py) share: the files shipped
 in the package that `/static/` serves (the dashboard's, the console's, the API docs' Swagger
-UI), CORS for the public market data, and the feed's options."""
+UI), CORS for the public market data, the answer to OPTIONS, and the feed's options."""
 
 from __future__ import annotations
 
 import mimetypes
 from pathlib import Path
+from typing import Any
 
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.config.cors import CORSConfig
+from litestar.enums import HttpMethod
 from litestar.params import FromPath
+from litestar.routes import HTTPRoute
+from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from burstmarket.errors import NotFound
 from burstmarket.feed.service import FeedOptions
@@ -36,6 +40,24 @@ async def static_file(name: FromPath[str]) -> Response[bytes]:
         raise NotFound("no such static file", path=name)
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return Response(path.read_bytes(), media_type=media_type)
+
+
+async def answer_options(request: Request[Any, Any, Any]) -> Response[None] | None:
+    """The app's `before_request`: OPTIONS answers with every method of the path, as a 405's
+    `Allow` does. litestar 2 makes a path's OPTIONS handler when the path's first handler is
+    registered and keeps it as more join the path (litestar issue 4169), so it listed only the
+    first one's methods (`/api/base-load`: `OPTIONS, POST`, no `GET`). Any other request goes
+    on to its handler."""
+    if request.method != HttpMethod.OPTIONS:
+        return None
+    template = request.scope["path_template"]
+    methods = next(
+        route.methods
+        for route in request.app.routes
+        if isinstance(route, HTTPRoute) and route.path_format == template
+    )
+    allow = ", ".join(sorted(methods))
+    return Response(None, status_code=HTTP_204_NO_CONTENT, headers={"Allow": allow})
 
 
 def cors(settings: Settings) -> CORSConfig | None:

@@ -33,9 +33,12 @@ from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.service import FeedOptions, FeedService, IslandQuery
 from burstmarket.history import HistoryExporter
 from burstmarket.history.layout import WINDOW, floor_time
-from burstmarket.store import Database
+from burstmarket.store import Database, store_fault
 
 log = logging.getLogger(__name__)
+
+STORE_RETRY_SECONDS = 0.5
+"""How soon a feed read the store refused is tried again."""
 
 
 class FeedSettings(Protocol):
@@ -153,19 +156,32 @@ class Feed:
             self._publisher.offer(spec, row)
 
     async def _sql_feeds(self) -> None:
-        """Feeds whose row no tick carries: read each committed tick back, in order."""
+        """Feeds whose row no tick carries: read each committed tick back, in order. A read
+        the store refuses for a while (reopening after a failed checkpoint) is tried again: the
+        tick is committed, so its rows will be there."""
         while True:
             spec, island, tick = await self._sql_ticks.get()
-            for row in await self._store.rows(spec, island, tick, tick):
+            while True:
+                try:
+                    rows = await self._store.rows(spec, island, tick, tick)
+                    break
+                except Exception as exc:
+                    if store_fault(exc) is None:
+                        raise
+                    await asyncio.sleep(STORE_RETRY_SECONDS)
+            for row in rows:
                 self._publish(spec, row)
 
     async def _export_history(self) -> None:
         while not self._stopping:
             try:
                 await asyncio.to_thread(self._history.run)
-            except Exception:
+            except Exception as exc:
                 # Disk full, a bad file...: the tick goes on; the next window retries.
-                log.exception("history: export failed")
+                if isinstance(exc, OSError) or store_fault(exc) is not None:
+                    log.warning("history: export failed, the next window retries: %s", exc)
+                else:
+                    log.exception("history: export failed")
             await self._history_kick.wait()
             self._history_kick.clear()
 

@@ -1,7 +1,8 @@
 """What a websocket client may send, parsed at the boundary into typed frames.
 
-Anything else (not JSON, an unknown op, a stray field, a negative tick) becomes `Invalid` with the
-offending field named; the connection answers with an `error` message and stays open.
+Anything else (not JSON, an unknown op, a stray field, a negative tick, nesting deeper than
+nesting.py allows) becomes `Invalid` with the offending field named; the connection answers
+with an `error` message and stays open.
 
 Every frame may carry an `id` the client chose (a short string or an integer); the answer to
 the frame (`subscribed`, `unsubscribed`, `pong` or `error`) carries it back.
@@ -15,6 +16,7 @@ from typing import Annotated
 import msgspec
 
 from burstmarket.errors import Invalid
+from burstmarket.nesting import check_nesting, nested_too_deep
 
 MAX_CHANNELS = 64
 """Channels one frame may name (a connection may send several frames)."""
@@ -68,6 +70,7 @@ _UNKNOWN = re.compile(r"unknown field `(\w+)`")
 
 
 def parse_frame(data: str | bytes) -> ClientFrame:
+    check_nesting(data, "frame")
     try:
         return _decoder.decode(data)
     except msgspec.ValidationError as exc:
@@ -80,6 +83,8 @@ def parse_frame(data: str | bytes) -> ClientFrame:
 
 def request_id(data: str | bytes) -> str | int | None:
     """The id of a refused frame, if it carries a valid one (else its error goes without)."""
+    if nested_too_deep(data):  # its other fields are skipped, and skipping recurses too
+        return None
     try:
         return _id_decoder.decode(data).id
     except (msgspec.ValidationError, msgspec.DecodeError):

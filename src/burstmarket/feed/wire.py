@@ -14,8 +14,12 @@ A peer that leaves uvicorn's keepalive ping unanswered for the ping timeout has 
 (or is that far behind): uvicorn would close it with 1011 and say nothing; here the wire's
 `on_stall` is called instead, and the feed closes it as a slow consumer (4008, one log line).
 
+A text frame that is not UTF-8 is closed 1007 as uvicorn closes it, but logged as what it is,
+a client's refusal (one REFUSED line), not as uvicorn's ERROR with a traceback.
+
 The subclass leans on a few attributes of uvicorn's protocol (`scope`, `transport`, `writable`,
-`close_sent`, `pong_timer`); tests/feed and tests/e2e run it for real.
+`close_sent`, `pong_timer`, `frames`, `curr_msg_data_type`, `conn`) and its
+`handle_parser_exception`; tests/feed and tests/e2e run it for real.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from typing import Any
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Close, Frame, Opcode
 from websockets.http11 import Request
+
+from burstmarket.errors import Invalid
+from burstmarket.market.refusals import log_refusal
 
 EXTENSION = "burstmarket.wire"
 
@@ -74,6 +81,15 @@ class FeedWebSocketProtocol(WebSocketsSansIOProtocol):
             self.wire = Wire(self.transport, self.writable, self.ping_timeout)
             self.scope["extensions"][EXTENSION] = {"wire": self.wire}
 
+    def send_receive_event_to_app(self) -> None:
+        if self.curr_msg_data_type == "text" and not self.close_sent and not _utf8(self.frames):
+            self.frames = []
+            log_refusal(Invalid("frame", "a text frame must be UTF-8"))
+            self.conn.send_close(1007)
+            self.handle_parser_exception()  # uvicorn's close: the app hears 1007, the socket ends
+            return
+        super().send_receive_event_to_app()
+
     def keepalive_timeout(self) -> None:
         on_stall = None if self.wire is None else self.wire.on_stall
         if on_stall is None or self.close_sent or self.transport.is_closing():
@@ -81,3 +97,13 @@ class FeedWebSocketProtocol(WebSocketsSansIOProtocol):
             return
         self.pong_timer = None
         on_stall()
+
+
+def _utf8(frames: list[bytes]) -> bool:
+    """Whether a text message's frames are UTF-8 (decoded again by uvicorn: a message is at
+    most 1 MiB, and decoding it takes well under a millisecond)."""
+    try:
+        (frames[0] if len(frames) == 1 else b"".join(frames)).decode()
+    except UnicodeDecodeError:
+        return False
+    return True

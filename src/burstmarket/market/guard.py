@@ -13,20 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from burstmarket.market.ledger import amount
-from burstmarket.market.model import (
-    K8S_HOLD_NS,
-    K8S_WINDOW_NS,
-    SPEND_WINDOW_NS,
-    VM_WINDOW_NS,
-    Node,
-)
+from burstmarket.market.model import SPEND_WINDOW_NS, Node
 from burstmarket.money import LEDGER_UNITS_PER_MICRO
-from burstmarket.states import Kind
-
-
-def grant_span(kind: Kind) -> int:
-    """What a fresh grant commits: the longer of its protection window and its minimum hold."""
-    return VM_WINDOW_NS if kind == "vm" else max(K8S_WINDOW_NS, K8S_HOLD_NS)
 
 
 def worst_case(price: int, gpus: int, span_ns: int) -> int:

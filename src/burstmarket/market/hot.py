@@ -19,8 +19,8 @@ from dataclasses import replace
 from burstmarket.market.figures import Figures
 from burstmarket.market.ledger import Entry
 from burstmarket.market.lock import MarketLock
+from burstmarket.market.lookups import read_cluster, read_island
 from burstmarket.market.model import Cluster, Island, Node
-from burstmarket.market.state import read_cluster, read_island
 from burstmarket.market.tables import CLUSTER_DEMAND, CLUSTERS, LEDGER, NODE_STATE, NODES
 from burstmarket.store import Batch, Database
 from burstmarket.store.rows import Cursor, fetch_arrow

@@ -4,7 +4,8 @@
 - `figures` (market/figures.py): last ticks, rates, balances, tokens, kept in memory;
 - `hot` (market/hot.py): the VM declarations' in-memory copy, written by the group commit;
 - the tick runner (market/runner.py): snapshot, clear, commit;
-- the tables (market/tables.py) and the state reads (market/state.py) everyone shares.
+- the tables (market/tables.py) and the rows looked up by id (market/lookups.py) everyone
+  shares.
 
 Who writes, and how they keep out of each other's way:
 - VM declarations, the hot path, are jobs of the store's group-commit writer: many to a
@@ -13,8 +14,8 @@ Who writes, and how they keep out of each other's way:
   section, `with lock:` plus one store transaction.
 - A tick reads a snapshot, clears it holding nothing, then commits under the writer.
 An in-memory figure changes only after its rows are committed, holding the writer. Reads need
-no lock: they use their own cursor. `Tenant` and `Operator` (and the operator's `NodeActions`
-and `BaseLoadDesk`) are built from the parts they use and keep no reference to the market.
+no lock: they use their own cursor. The desks a request reaches (market/desks/) are built from
+the parts they use and keep no reference to the market.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from burstmarket.clock import NS_PER_MS, Clock, ManualClock
 from burstmarket.events import TickCommitted
 from burstmarket.market.figures import Figures
 from burstmarket.market.hot import Hot
+from burstmarket.market.islands import create_island
 from burstmarket.market.lock import MarketLock
 from burstmarket.market.model import Island
 from burstmarket.market.runner import TickRunner
-from burstmarket.market.state import create_island
 from burstmarket.market.tables import TABLES
 from burstmarket.settings import IslandSpec, Settings
 from burstmarket.store import Database

@@ -69,6 +69,9 @@ Age = tuple[int, int]
 """(since, seq): when a demand was first declared, then the order the market accepted it in
 (docs/market.md "Demand"). Smaller is older; older demand wins ties."""
 
+JobKey = tuple[str, str]
+"""(cluster, job name)."""
+
 
 class Tranche(NamedTuple):
     """`nodes` VM units first declared at `since`, accepted as the `seq`-th write of demand."""
@@ -161,9 +164,6 @@ class Node:
 
     def window_open(self, now: int) -> bool:
         return self.window_ends_at is not None and self.window_ends_at > now
-
-    def is_free(self) -> bool:
-        return self.cluster is None and self.service is None
 
     def owed(self, now: int) -> bool:
         return self.owed_until is not None and self.owed_until > now

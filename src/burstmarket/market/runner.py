@@ -7,11 +7,12 @@ The auction clears holding nothing, so declarations never wait for it:
 2. read the snapshot and clear it, holding nothing. Exclusive sections wait for the tick. VM
    declarations on the island go on: the book closed at the snapshot, so new demand counts from
    the next tick. One that would release nodes the cluster holds would change what the tick
-   decided: it waits for the tick and runs after it (Tenant.declare_vm). So nothing the tick
+   decided: it waits for the tick and runs after it (VmDesk.declare). So nothing the tick
    read and writes changes before it commits.
 3. commit the tick's rows in one transaction, with the scale-downs that lowered demand asked for
    while it cleared (`_late_scale_downs`), and update what declarations read (last tick, rates,
-   balances, the hot copy) before the writer runs anything else.
+   balances, the hot copy, and on the manual clock market time itself) before the writer runs
+   anything else. A tick that does not commit changes none of them.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from burstmarket.market.figures import Figures, LastTick
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
+from burstmarket.market.lookups import read_island
 from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
 from burstmarket.market.purchases import purchase_money
-from burstmarket.market.state import read_island
 from burstmarket.market.tables import (
     ALLOCATIONS,
     BLOCK_PROGRESS,
@@ -99,9 +100,9 @@ class TickRunner:
                 figures.ticked(island_id, LastTick(number, at), out.rates)
                 figures.fold(out.ledger)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
-                self._lock.end_tick()
+                self._clock.ticked(at)  # market time moves with a committed tick only
         finally:
-            self._lock.end_tick()  # a failed tick commits nothing and lets waiters go
+            self._lock.end_tick()  # committed or not (then nothing was), waiters go on
         done = perf_counter()
         return _committed(
             inp, out, {"read": read - started, "clear": cleared - read, "commit": done - cleared}

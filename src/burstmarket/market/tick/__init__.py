@@ -3,9 +3,10 @@
 writes its output in one transaction, so replaying a tick gives the same rows.
 
 `run_tick` is the tick's table of contents. Each phase is a function of one `TickState`
-(state.py: the nodes indexed by where they are, what changed, the transitions); what a phase
-leaves for later ones is a named field of the state (`refused`, `credit`, `unpriced`) or a value
-it returns (`Bids`, `Clearing`).
+(tick_state.py: the nodes indexed by where they are, what changed, the transitions); what a
+phase leaves for later ones is a named field of the state (`refused`, `credit`, `unpriced`) or a
+value it returns (`Bids`, `Clearing`). Where VM and Kubernetes demand differ, a phase asks the
+cluster's kind (market/kinds/: `KINDS[c.kind]`), never its name.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from burstmarket.market.tick import (
     verdicts,
 )
 from burstmarket.market.tick.apply import apply
-from burstmarket.market.tick.clearing import clear_round, fixed, releases
-from burstmarket.market.tick.output import output
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.clearing import clear_round, window_releases, with_step_downs
+from burstmarket.market.tick.output import gather_output
+from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
 
 __all__ = ["TickInput", "TickOutput", "run_tick"]
@@ -52,16 +53,17 @@ def run_tick(inp: TickInput) -> TickOutput:
     bids, clearing = clear_round(s)
     if s.unpriced:
         block_terms.lock_step_downs(s, clearing.stats.min)
-    clearing = fixed(s, bids, clearing)
+    clearing = with_step_downs(s, bids, clearing)
     # 8. the outcome
     apply(s, bids, clearing)
     s.provisioned()
     # billing: the interval in advance, commitments, the blocks' steps
     billing.charge(s, clearing)
     billing.bill_blocks(s)
+    block_terms.count_negative(s)  # on the balance this tick's own billing leaves
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s)
     held = [*bids.protected, *bids.stepping_down]
-    ladder = published_ladder(bids.auction, clearing, releases(s, held))
-    return output(s, clearing, {n.id for n in held}, low, ladder)
+    ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
+    return gather_output(s, clearing, {n.id for n in held}, low, ladder)

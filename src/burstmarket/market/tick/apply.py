@@ -5,12 +5,12 @@ winners that hold their node keep it where it is, new winners take free nodes in
 from __future__ import annotations
 
 from burstmarket.auction import Clearing
-from burstmarket.market.guard import grant_span, worst_case
-from burstmarket.market.model import K8S_HOLD_NS, K8S_WINDOW_NS, VM_WINDOW_NS, Node
+from burstmarket.market.guard import worst_case
+from burstmarket.market.kinds import KINDS, Demand
+from burstmarket.market.model import Node
 from burstmarket.market.tick import replacements
 from burstmarket.market.tick.clearing import Bids
-from burstmarket.market.tick.demand import Demand
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def apply(s: TickState, bids: Bids, clearing: Clearing) -> None:
@@ -19,7 +19,7 @@ def apply(s: TickState, bids: Bids, clearing: Clearing) -> None:
         d = bids.demand[u.id]
         if u.id in won or not d.nodes:
             continue
-        if d.kind == "running" and d.job is not None:
+        if d.stands_for == "running" and d.job is not None:
             s.preempt(d.job, "outbid: the gang's nodes were reclaimed by the market")
         else:
             for n in d.nodes:
@@ -33,26 +33,27 @@ def apply(s: TickState, bids: Bids, clearing: Clearing) -> None:
 
 
 def _grant(s: TickState, d: Demand, nodes: list[Node]) -> None:
-    """Fresh nodes for a winning unit, under a fresh window, locked at its price."""
+    """Fresh nodes for a winning unit, under a fresh window and hold of its kind, locked at its
+    price."""
     c = d.cluster
-    window = VM_WINDOW_NS if c.kind == "vm" else K8S_WINDOW_NS
-    span = grant_span(c.kind)
+    kind = KINDS[c.kind]
+    span = kind.grant_span_ns
     # the worst case is committed before the grant (same transaction, written first)
-    s.books.commit(c, worst_case(d.price, len(nodes) * s.g, span), len(nodes))
+    s.books.commit(c, worst_case(d.price, len(nodes) * s.gpus_per_node, span), len(nodes))
     job = d.job
-    if d.kind == "short" and job is not None and job.state != "running":
+    if d.stands_for == "short" and job is not None and job.state != "running":
         job = None  # the job lost its other nodes this tick: the nodes land idle
     for n in nodes:
         s.grant(n, c.id, None if job is None else job.name)
-        n.granted_at = s.t
-        n.window_ends_at = s.t + window
-        n.hold_until = s.t + K8S_HOLD_NS if c.kind == "k8s" else None
+        n.granted_at = s.now
+        n.window_ends_at = s.now + kind.window_ns
+        n.hold_until = None if kind.hold_ns is None else s.now + kind.hold_ns
         n.locked_price = d.price
-        n.commit_price, n.commit_ends_at = d.price, s.t + span
-        n.idle_since = None if job is not None or c.kind == "vm" else s.t
+        n.commit_price, n.commit_ends_at = d.price, s.now + span
+        n.idle_since = None if job is not None or not kind.runs_jobs else s.now
     if job is None:
         return
-    if d.kind == "job":
+    if d.stands_for == "job":
         s.assign(job, s.credit.pop((c.id, job.name), []))
         s.start(job, c, f"gang of {len(nodes)} nodes granted")
     else:

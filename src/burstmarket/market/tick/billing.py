@@ -8,7 +8,7 @@ from collections import defaultdict
 from burstmarket.auction import Clearing
 from burstmarket.market.ledger import BASE_LOAD, CHARGE, COMMITMENT, RELEASE
 from burstmarket.market.model import Block
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def bill_held_time(s: TickState) -> None:
@@ -28,20 +28,20 @@ def bill_held_time(s: TickState) -> None:
             elif billed is not None:
                 since = billed.end
             rate = s.inp.rates.get(c.id, n.locked_price)
-            if since is not None and rate is not None and max(since, floor) < s.t:
+            if since is not None and rate is not None and max(since, floor) < s.now:
                 spans[(max(since, floor), rate)] += 1
         for (since, rate), count in sorted(spans.items()):
-            s.books.bill(CHARGE, c, since, s.t, count * s.g, rate)
+            s.books.bill(CHARGE, c, since, s.now, count * s.gpus_per_node, rate)
             s.books.spend_started(c)
 
 
 def charge(s: TickState, clearing: Clearing) -> None:
     """Bill the tick's interval [t, t + interval) in advance at each cluster's rate, then write
     the commitments and releases the tick made, one row per cluster each."""
-    end = s.t + s.inp.interval_ns
+    end = s.now + s.inp.interval_ns
     for cid, cc in clearing.clusters.items():
         c = s.clusters[cid]
-        s.books.bill(CHARGE, c, s.t, end, cc.gpus, cc.rate)
+        s.books.bill(CHARGE, c, s.now, end, cc.gpus, cc.rate)
         s.books.spend_started(c)
     for cid, (gpus, units) in sorted(s.books.committed.items()):
         s.books.record(s.clusters[cid], COMMITMENT, units, gpus)
@@ -53,7 +53,7 @@ def charge(s: TickState, clearing: Clearing) -> None:
 def bill_blocks(s: TickState) -> None:
     """Every live block bills the steps that start before the next tick."""
     for b in s.live_blocks():
-        bill_block(s, b, min(s.t + s.inp.interval_ns, b.ends_at))
+        bill_block(s, b, min(s.now + s.inp.interval_ns, b.ends_at))
 
 
 def bill_block(s: TickState, b: Block, until: int) -> None:
@@ -61,5 +61,5 @@ def bill_block(s: TickState, b: Block, until: int) -> None:
     block, idle or busy, delivered or being replaced."""
     c = s.clusters[b.cluster]
     for start, end in b.steps(until):
-        s.books.bill(BASE_LOAD, c, start, end, b.nodes * s.g, b.rate, block=b.id)
+        s.books.bill(BASE_LOAD, c, start, end, b.nodes * s.gpus_per_node, b.rate, block=b.id)
         s.touch_block(b)

@@ -3,25 +3,36 @@ bid."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from heapq import heapify, heappop, heappush
 
-from burstmarket.market.model import Block, Node
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.kinds import KINDS
+from burstmarket.market.model import Block, Job, Node
+from burstmarket.market.tick.placement import fold
+from burstmarket.market.tick.tick_state import TickState
 
 
 def deliver(s: TickState) -> None:
-    """A block short of in-service nodes takes free nodes, then market nodes (`_Victims`). A
-    block over its size (a node back from the operator) hands an idle node to its cluster's
-    market holdings."""
+    """A block short of in-service nodes takes free nodes, then its own cluster's running work
+    on market nodes (folded in where it stands), then other market nodes (`_Victims`). A block
+    over its size (a node back from the operator) hands an idle node to its cluster's market
+    holdings."""
     for b in s.live_blocks():
         idle = [n for n in s.block_nodes(b) if s.empty(n)]
         while s.block_size(b) > b.nodes and idle:
             _leave(s, b, idle.pop())
+        own = _running_work(s, b)  # a generator: nothing is read until a node is asked of it
         victims: _Victims | None = None
         while s.block_size(b) < b.nodes:
             free = s.free_nodes(1)
             if free:
-                n = free[0]
+                n = free[0]  # placement hands it back if a running job folds in instead
+            elif (running := next(own, None)) is not None:
+                # no free node left: the cluster's own running work is where the block's nodes
+                # come from; taking anyone else's would reclaim a node (inside its window,
+                # maybe) only for placement to free it again when that work folds in
+                fold(s, b, *running)
+                continue
             else:
                 victims = victims or _Victims(s, b)
                 victim = victims.pop()
@@ -30,7 +41,15 @@ def deliver(s: TickState) -> None:
                 _seize(s, victim, victims)
                 n = victim
             s.join_block(b, n)
-            n.granted_at, n.idle_since = s.t, s.t
+            n.granted_at, n.idle_since = s.now, s.now
+
+
+def _running_work(s: TickState, b: Block) -> Iterator[tuple[Job, Node]]:
+    """The market nodes of the block's cluster's running jobs, oldest job first: the order
+    placement folds them in."""
+    for job in s.jobs_of(s.clusters[b.cluster], "running"):
+        for m in s.running_on(job)[0]:
+            yield job, m
 
 
 def _leave(s: TickState, b: Block, n: Node) -> None:
@@ -38,9 +57,9 @@ def _leave(s: TickState, b: Block, n: Node) -> None:
     released after the idle grace unless a job takes it."""
     c = s.clusters[b.cluster]
     s.leave_block(n)
-    n.idle_since = s.t
+    n.idle_since = s.now
     n.locked_price = n.commit_price = c.limit_price
-    n.commit_ends_at = s.t  # the next tick commits its next hour, or releases it
+    n.commit_ends_at = s.now  # the next tick commits its next hour, or releases it
 
 
 def _seize(s: TickState, n: Node, victims: _Victims) -> None:
@@ -55,10 +74,10 @@ def _seize(s: TickState, n: Node, victims: _Victims) -> None:
 
 
 class _Victims:
-    """The market nodes block `b` may take, in the order it takes them: its own cluster's idle
-    nodes first (never its busy ones: those jobs are folded into the block instead), then idle
-    nodes on the cheapest standing bids, then busy ones, windows included; of equal bids the
-    younger grant goes first (older demand wins ties).
+    """The market nodes block `b` may take once its cluster's running work is folded in (so its
+    cluster's market nodes left are idle), in the order it takes them: its own cluster's idle
+    nodes first, then idle nodes on the cheapest standing bids, then busy ones, windows
+    included; of equal bids the younger grant goes first (older demand wins ties).
 
     A heap of each node's place in that order: a node whose place changes (its job preempted)
     is pushed again, and an entry that no longer matches its node is skipped."""
@@ -83,11 +102,11 @@ class _Victims:
                 heappush(self.heap, self._order(n))
 
     def _takes(self, n: Node) -> bool:
-        market = n.cluster is not None and n.block is None and n.service is None
-        return market and (n.cluster != self.b.cluster or n.job is None)
+        return n.cluster is not None and n.block is None and n.service is None
 
     def _order(self, n: Node) -> tuple[bool, bool, int, int, int]:
         c = self.s.clusters[n.cluster or ""]
-        busy = c.kind == "vm" or n.job is not None
-        price = self.s.live_price(c, n)
+        kind = KINDS[c.kind]
+        busy = not kind.runs_jobs or n.job is not None  # a node that is the demand itself: busy
+        price = kind.live_price(self.s, c, n)
         return (c.id != self.b.cluster, busy, price, -(n.granted_at or 0), n.idx)

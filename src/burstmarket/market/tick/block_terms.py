@@ -6,37 +6,45 @@ to the balance (a cancellation also closes what is unpaid of its receivable)."""
 from __future__ import annotations
 
 from burstmarket.market.guard import worst_case
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import BASE_LOAD, CHARGE, DEPOSIT_RETURN, RECEIVABLE
 from burstmarket.market.model import (
     BASE_LOAD_GRACE_NS,
     CANCELLED,
     ENDED,
-    K8S_WINDOW_NS,
     Block,
     Node,
 )
 from burstmarket.market.tick.billing import bill_block
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 from burstmarket.states import BlockState
 
 
 def end_terms(s: TickState) -> None:
     """End of term steps the nodes down into the market; a balance at or below zero for 24 h
-    cancels the block at that moment."""
+    cancels the block at that moment (credit that came since the last tick stops the count)."""
     for b in s.live_blocks():
         c = s.clusters[b.cluster]
-        if s.inp.balances.get(c.account, 0) > 0:
-            if b.negative_since is not None:
-                b.negative_since = None
-                s.touch_block(b)
-        elif b.negative_since is None:
-            b.negative_since = s.t
+        if s.inp.balances.get(c.account, 0) > 0 and b.negative_since is not None:
+            b.negative_since = None
             s.touch_block(b)
         cancel_at = None if b.negative_since is None else b.negative_since + BASE_LOAD_GRACE_NS
-        if cancel_at is not None and cancel_at <= s.t and cancel_at < b.ends_at:
+        if cancel_at is not None and cancel_at <= s.now and cancel_at < b.ends_at:
             _cancel(s, b, cancel_at)
-        elif s.t >= b.ends_at:
+        elif s.now >= b.ends_at:
             _step_down(s, b)
+
+
+def count_negative(s: TickState) -> None:
+    """After the tick's billing: a live block whose account is now at or below zero counts its
+    24 h from this tick. The balance read is the one after the tick's own rows: a tick whose
+    billing takes the balance to zero starts the count itself, not the tick after it; one whose
+    rows bring it back above zero stops the count."""
+    for b in s.live_blocks():
+        negative = s.books.balance(s.clusters[b.cluster].account) <= 0
+        if negative != (b.negative_since is not None):
+            b.negative_since = s.now if negative else None
+            s.touch_block(b)
 
 
 def _cancel(s: TickState, b: Block, at: int) -> None:
@@ -45,7 +53,9 @@ def _cancel(s: TickState, b: Block, at: int) -> None:
     bill_block(s, b, at)
     c = s.clusters[b.cluster]
     if b.billed_until > at:
-        s.books.bill(BASE_LOAD, c, at, b.billed_until, -b.nodes * s.g, b.rate, block=b.id)
+        s.books.bill(
+            BASE_LOAD, c, at, b.billed_until, -b.nodes * s.gpus_per_node, b.rate, block=b.id
+        )
         b.billed_until = at
     nodes = s.block_nodes(b)
     for name in sorted({n.job for n in nodes if n.job is not None}):
@@ -66,14 +76,15 @@ def _step_down(s: TickState, b: Block) -> None:
     c = s.clusters[b.cluster]
     end = b.ends_at
     _requeue_small(s, b, end, "the base load block's term ended: requeued as a new request")
+    window = KINDS[c.kind].window_ns
     for n in s.block_nodes(b):
         job = s.job_on(n)
         declared = job.price(c) if job is not None else c.limit_price
         s.leave_block(n)
-        n.granted_at, n.window_ends_at, n.hold_until = end, end + K8S_WINDOW_NS, None
+        n.granted_at, n.window_ends_at, n.hold_until = end, end + window, None
         n.idle_since = None if job is not None else end
         n.commit_ends_at = n.window_ends_at
-        if declared is not None and declared >= s.r:
+        if declared is not None and declared >= s.reserve_price:
             _lock(s, n, declared)
         else:
             s.unpriced[n.id] = n
@@ -83,7 +94,7 @@ def _step_down(s: TickState, b: Block) -> None:
 def lock_step_downs(s: TickState, lowest: int | None) -> None:
     """Lock the stepped-down nodes with no price at `lowest`, the lowest rate the tick clears
     at without them (never under the reserve; the reserve when nothing clears)."""
-    locked = s.r if lowest is None else max(s.r, lowest)
+    locked = s.reserve_price if lowest is None else max(s.reserve_price, lowest)
     for n in list(s.unpriced.values()):
         _lock(s, n, locked)
     s.unpriced.clear()
@@ -96,10 +107,10 @@ def _lock(s: TickState, n: Node, locked: int) -> None:
     assert n.granted_at is not None
     assert n.window_ends_at is not None
     n.locked_price = n.commit_price = locked
-    s.books.commit(c, worst_case(locked, s.g, max(0, n.window_ends_at - s.t)))
+    s.books.commit(c, worst_case(locked, s.gpus_per_node, max(0, n.window_ends_at - s.now)))
     start = max(n.granted_at, s.inp.billed.floor if s.inp.billed else 0)
-    if start < s.t:
-        s.books.bill(CHARGE, c, start, s.t, s.g, locked, node=n.id)
+    if start < s.now:
+        s.books.bill(CHARGE, c, start, s.now, s.gpus_per_node, locked, node=n.id)
         s.books.spend_started(c)
 
 

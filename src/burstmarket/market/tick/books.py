@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from burstmarket.market.guard import window_open
-from burstmarket.market.ledger import HOLD, Entry, amount, period_entry
+from burstmarket.market.ledger import BALANCE, HOLD, Entry, amount, period_entry
 from burstmarket.market.model import K8S_INCREMENT_NS, Cluster, Node
 from burstmarket.market.tick.types import TickInput
 from burstmarket.states import LedgerKind
@@ -18,6 +18,7 @@ class Books:
         self.island = inp.island.id
         self.tick = inp.tick
         self.rates = inp.rates
+        self.balances = inp.balances
         self.ledger: list[Entry] = []
         self.committed: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
         """Cluster -> (GPUs, units) of worst cases committed this tick (one row each, at the
@@ -55,6 +56,11 @@ class Books:
         )
         self.ledger.append(row)
 
+    def balance(self, account: str) -> int:
+        """The account's credit left with the rows this tick wrote so far (ledger units)."""
+        billed = sum(e.units for e in self.ledger if e.account == account and e.kind in BALANCE)
+        return self.balances.get(account, 0) - billed
+
     def record(
         self, c: Cluster, kind: LedgerKind, units: int, gpus: int = 0, block: str | None = None
     ) -> None:
@@ -88,11 +94,14 @@ class Books:
             self.released[n.cluster or ""] = (gpus + self.g, units + left)
 
     def minimum_hold(self, c: Cluster, n: Node) -> None:
-        """A Kubernetes node bills at least its hold, then in whole 5-minute increments."""
-        assert n.granted_at is not None
-        held = self.t - n.granted_at
-        end = n.granted_at + -(-held // K8S_INCREMENT_NS) * K8S_INCREMENT_NS
-        end = max(end, n.hold_until or 0)
+        """A Kubernetes node bills at least its hold, then in whole 5-minute increments from the
+        end of it (from the grant, for a node with no hold: one stepping down from a block). A
+        node back from the operator outside any window holds from its return (nodes.py), so
+        its increments count from there, not from a grant whose hour went to its replacement."""
+        since = n.granted_at if n.hold_until is None else n.hold_until
+        assert since is not None
+        increments = max(0, -(-(self.t - since) // K8S_INCREMENT_NS))
+        end = since + increments * K8S_INCREMENT_NS
         if end <= self.t:
             return
         rate = self.rates.get(c.id, n.locked_price or 0)

@@ -1,8 +1,9 @@
 """One clearing of the island (docs/market.md "One tick", steps 4-7): the demand of every
 cluster not on billing hold, the contestable supply, and the nodes fixed this tick (under an open
-window, or owed as replacements) protected at their cap. Nodes stepping down from a block's term
-are fixed too, outside the auction: under their window they pay their lock, exactly (`fixed`).
-The ladder's later rungs come from the same rules (`releases`).
+window, or owed as replacements) protected at their cap (`DemandKind.window_cap`). Nodes
+stepping down from a block's term are fixed too, outside the auction: under their window they
+pay their lock, exactly (`with_step_downs`). The ladder's later rungs come from the same rules
+(`window_releases`).
 """
 
 from __future__ import annotations
@@ -20,17 +21,10 @@ from burstmarket.auction import (
     clear,
     with_fixed,
 )
+from burstmarket.market.kinds import KINDS, Aged, Demand
 from burstmarket.market.model import BILLING_HOLD, Age, Cluster, Node
-from burstmarket.market.tick.demand import (
-    Aged,
-    Demand,
-    held_units,
-    new_job_units,
-    new_vm_units,
-    served_ages,
-    short_units,
-)
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.demand import held_units, short_units
+from burstmarket.market.tick.tick_state import TickState
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +52,21 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
     for c in s.sorted_clusters():
         if s.refused.get(c.id) == BILLING_HOLD:
             continue
+        kind = KINDS[c.kind]
         held = s.held(c.id)
-        served, waiting = served_ages(s, c, held)
+        served, waiting = kind.served_ages(s, c, held)
         lapsed = []
         for n in held:
             if steps_down(s, c, n):
                 stepping_down.append(n)
-            elif n.window_open(s.t):
-                locks[(c.id, cap(s, c, n))] += 1
+            elif n.window_open(s.now):
+                locks[(c.id, kind.window_cap(s, c, n))] += 1
                 protected.append(n)
             else:
                 lapsed.append(n)
         aged += held_units(s, c, lapsed, served)
         aged += short_units(s, c)
-        aged += new_vm_units(s, c, waiting) if c.kind == "vm" else new_job_units(s, c)
+        aged += kind.new_units(s, c, waiting)
     demand = {u.id: d for _, u, d in aged}
     reclaimable = sum(len(d.nodes) for d in demand.values())
     owed = s.owed()
@@ -79,13 +74,13 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
     # are held (and pay) from this tick, like those that found a free node
     for lost in owed[: s.free_count() + reclaimable]:
         c = s.clusters[lost.cluster or ""]
-        locks[(c.id, cap(s, c, lost))] += 1
+        locks[(c.id, KINDS[c.kind].window_cap(s, c, lost))] += 1
     aged.sort(key=lambda a: (a[0], a[1].id))
     units = [u for _, u, _ in aged]
     auction = IslandInput(
         nodes=max(0, s.free_count() + reclaimable - len(owed)),
-        gpus_per_node=s.g,
-        reserve_price=s.r,
+        gpus_per_node=s.gpus_per_node,
+        reserve_price=s.reserve_price,
         units=tuple(units),
         protected=tuple(Protected(c, k, price) for (c, price), k in sorted(locks.items())),
     )
@@ -93,12 +88,13 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
 
 
 def steps_down(s: TickState, c: Cluster, n: Node) -> bool:
-    """A Kubernetes node under an open window with no minimum hold: one stepping down from a
-    block's term (every grant the market makes carries a hold; a replacement inherits it)."""
-    return c.kind == "k8s" and n.window_open(s.t) and n.hold_until is None
+    """A node under an open window with no minimum hold, of a kind whose grants carry one: one
+    stepping down from a block's term (every grant the market makes of that kind carries a
+    hold; a replacement inherits it)."""
+    return KINDS[c.kind].hold_ns is not None and n.window_open(s.now) and n.hold_until is None
 
 
-def fixed(s: TickState, bids: Bids, clearing: Clearing) -> Clearing:
+def with_step_downs(s: TickState, bids: Bids, clearing: Clearing) -> Clearing:
     """The clearing with the nodes stepping down from a block, each paying its lock: "a node
     running work bills the locked price until the window closes" (docs/market.md "Base load").
     Nodes locked at the lowest rate this clearing gives are locked first (`lock_step_downs`)."""
@@ -107,25 +103,10 @@ def fixed(s: TickState, bids: Bids, clearing: Clearing) -> Clearing:
         if n.cluster is not None and n.block is None and n.locked_price is not None:
             locks[(n.cluster, n.locked_price)] += 1
     holds = [Protected(c, k, price) for (c, price), k in sorted(locks.items())]
-    return with_fixed(clearing, holds, s.g)
+    return with_fixed(clearing, holds, s.gpus_per_node)
 
 
-def cap(s: TickState, c: Cluster, n: Node) -> int:
-    """The most a node under an open window can be assessed per GPU-hour. VM: the bid that won
-    the grant, lifted at once by a higher live ceiling. Kubernetes: the live limit price of the
-    job on it (one under the reserve, as after a step-down, keeps the lock); an idle node its
-    lock."""
-    locked = n.locked_price or 0
-    if c.kind == "vm":
-        return max(locked, c.max_price or 0)
-    job = s.job_on(n)
-    if job is None or job.state != "running":
-        return locked
-    price = job.price(c) or 0
-    return price if price >= s.r else (locked or price)
-
-
-def releases(s: TickState, protected: Iterable[Node]) -> list[Release]:
+def window_releases(s: TickState, protected: Iterable[Node]) -> list[Release]:
     """The nodes under a window now, by the time it ends, each batch with the units its holders
     will bid as then (`held_units`): what the ladder's later rungs are priced from."""
     ending: dict[int, dict[str, list[Node]]] = defaultdict(lambda: defaultdict(list))
@@ -139,7 +120,7 @@ def releases(s: TickState, protected: Iterable[Node]) -> list[Release]:
         for cid, nodes in sorted(by_cluster.items()):
             c = s.clusters[cid]
             if cid not in served:
-                served[cid] = served_ages(s, c, s.held(cid))[0]
+                served[cid] = KINDS[c.kind].served_ages(s, c, s.held(cid))[0]
             units += [u for _, u, _ in held_units(s, c, nodes, served[cid])]
         out.append(Release(at, sum(len(nodes) for nodes in by_cluster.values()), tuple(units)))
     return out

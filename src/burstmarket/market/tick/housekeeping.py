@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from burstmarket.errors import SpendLimit
 from burstmarket.market.guard import worst_case
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.model import RENEWAL_NS, SPEND_LIMIT
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def billing_hold(s: TickState) -> None:
@@ -26,18 +27,18 @@ def billing_hold(s: TickState) -> None:
 def lapse_owed(s: TickState) -> None:
     """A replacement is owed for the rest of the window only (wall-clock)."""
     for n in s.out_of_service:
-        if n.owed_until is not None and not n.owed(s.t):
+        if n.owed_until is not None and not n.owed(s.now):
             s.settle_owed(n)
 
 
 def release_idle(s: TickState) -> None:
-    """Idle Kubernetes nodes go past their hold and grace, or at once if their lock no longer
-    clears (a node stepping down from a block waits for its lock)."""
-    for c in s.sorted_clusters("k8s"):
+    """Idle nodes (of a kind that runs jobs) go past their hold and grace, or at once if their
+    lock no longer clears (a node stepping down from a block waits for its lock)."""
+    for c in s.job_clusters():
         for n in s.held(c.id):
             if n.job is not None or n.idle_since is None or n.id in s.unpriced:
                 continue
-            if s.t >= n.idle_release_at(s.r):
+            if s.now >= n.idle_release_at(s.reserve_price):
                 s.release(n)
 
 
@@ -46,13 +47,13 @@ def renew_commitments(s: TickState) -> None:
     for c in s.sorted_clusters():
         budget, renewed = s.budget(c), 0
         for n in s.held(c.id):
-            if n.commit_ends_at is None or n.commit_ends_at > s.t:
+            if n.commit_ends_at is None or n.commit_ends_at > s.now:
                 continue
-            price = s.live_price(c, n)
-            worst = worst_case(price, s.g, RENEWAL_NS)
+            price = KINDS[c.kind].live_price(s, c, n)
+            worst = worst_case(price, s.gpus_per_node, RENEWAL_NS)
             left = None if budget.left is None else budget.left - renewed
             if left is None or worst <= left:
-                n.commit_price, n.commit_ends_at = price, s.t + RENEWAL_NS
+                n.commit_price, n.commit_ends_at = price, s.now + RENEWAL_NS
                 s.books.commit(c, worst)
                 s.touch(n)
                 renewed += worst  # exactly what it adds to the cluster's outstanding commitments

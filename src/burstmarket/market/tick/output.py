@@ -4,21 +4,22 @@ verdicts."""
 from __future__ import annotations
 
 from burstmarket.auction import Clearing
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ladder import LadderRung
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickOutput
 from burstmarket.states import AllocationKind
 
 
-def output(
+def gather_output(
     s: TickState,
     clearing: Clearing,
     protected: set[str],
     low: set[str],
     ladder: tuple[LadderRung, ...],
 ) -> TickOutput:
-    """`protected`: the market nodes the auction held under their window; `low`: the clusters
-    with demand under the reserve."""
+    """The tick's result. `protected`: the market nodes the auction held under their window;
+    `low`: the clusters with demand under the reserve."""
     allocations: list[tuple[str, str, AllocationKind]] = []
     pending = 0
     for c in s.sorted_clusters():
@@ -28,12 +29,7 @@ def output(
             allocations.append((c.id, n.id, kind))
         for n in sorted(s.block_of(c), key=lambda n: n.idx):
             allocations.append((c.id, n.id, "base_load"))
-        if c.kind == "vm":
-            pending += max(0, c.max_gpus - len(held) * s.g)
-        else:
-            for j in s.jobs_of(c, "pending"):
-                credit = len(s.credit.get((c.id, j.name), []))
-                pending += (j.nodes - credit) * s.g
+        pending += KINDS[c.kind].pending_gpus(s, c)
     verdicts = [(c, "bid-too-low") for c in sorted(low)]
     verdicts += sorted(s.refused.items())
     return TickOutput(

@@ -21,29 +21,29 @@ from burstmarket.market.model import (
     Job,
     Node,
 )
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def place_small_jobs(s: TickState) -> None:
-    for c in s.sorted_clusters("k8s"):
+    for c in s.job_clusters():
         b = s.blocks.get(c.id)
         live = b if b is not None and b.state == LIVE else None
         for job in s.small_of(c, "running"):
             n = s.node(job.node or "")
             if n is None or n.service is not None or live is None or n.block != live.id:
                 # a node out of service: its pods are evicted (never moved by the market)
-                s.requeue_small(job, s.t, f"node {job.node} left the base load block")
+                s.requeue_small(job, s.now, f"node {job.node} left the base load block")
         for job in s.small_of(c, "pending"):
             _place(s, c, live, job)
 
 
 def _place(s: TickState, c: Cluster, live: Block | None, job: Job) -> None:
-    if job.gpus > s.g:
+    if job.gpus > s.gpus_per_node:
         s.wait_small(
             job,
             RESERVED_TOO_SMALL,
             f"{job.pods} pods of {job.gpus_per_pod} GPUs are {job.gpus} GPUs, more than one "
-            f"node's {s.g}: resubmit it with whole-node pods or with fewer pods",
+            f"node's {s.gpus_per_node}: resubmit it with whole-node pods or with fewer pods",
         )
     elif not c.packing:
         s.wait_small(
@@ -73,11 +73,11 @@ def _node_for(s: TickState, c: Cluster, b: Block, job: Job) -> Node | None:
     awaited = {n.id for _, held in credits for n in held}
     empty = [n for n in nodes if s.empty(n)]
     opened = next((n for n in empty if n.id not in awaited), None)
-    if opened is not None or s.t - job.created_at < IDLE_GRACE_NS:
+    if opened is not None or s.now - job.created_at < IDLE_GRACE_NS:
         return opened
     for key, held in credits:
         for n in held:
-            if s.empty(n) and n.idle_since is not None and s.t - n.idle_since >= IDLE_GRACE_NS:
+            if s.empty(n) and n.idle_since is not None and s.now - n.idle_since >= IDLE_GRACE_NS:
                 held.remove(n)
                 if not held:
                     del s.credit[key]

@@ -1,11 +1,11 @@
-"""Capacity the cluster already has (docs/market.md "One tick", step 3): a Kubernetes cluster's
-jobs go on its base load block, then its waiting jobs on the idle nodes it holds; no market
-needed, the cluster holds and pays for those nodes."""
+"""Capacity the cluster already has (docs/market.md "One tick", step 3): the jobs of a cluster
+(of a kind that runs jobs: Kubernetes) go on its base load block, then its waiting jobs on the
+idle nodes it holds; no market needed, the cluster holds and pays for those nodes."""
 
 from __future__ import annotations
 
 from burstmarket.market.model import Block, Job, Node
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 
 
 def on_blocks(s: TickState) -> None:
@@ -24,7 +24,7 @@ def on_blocks(s: TickState) -> None:
             for m in s.running_on(job)[0]:
                 if not free:
                     break
-                _fold(s, b, job, m, free.pop(0))
+                fold(s, b, job, m, instead_of=free.pop(0))
         waiting = s.waiting(c)
         for job in waiting:
             if job.nodes <= len(free):
@@ -36,21 +36,25 @@ def on_blocks(s: TickState) -> None:
             s.credit[(c.id, rest[0].name)] = free
 
 
-def _fold(s: TickState, b: Block, job: Job, m: Node, x: Node) -> None:
-    """Market node `m` of a running job becomes a block node where it stands (no restart); the
-    idle block node `x` it stands in for goes back to the island."""
+def fold(s: TickState, b: Block, job: Job, m: Node, instead_of: Node | None = None) -> None:
+    """Market node `m` of a running job becomes a block node where it stands (no restart): its
+    market billing and commitment stop. The empty block node it stands in for, if any, goes
+    back to the island; with none, `m` fills a place the block was short of (delivery)."""
     s.books.release_commitment(m)
     s.join_block(b, m)
     m.window_ends_at = m.hold_until = m.locked_price = None
     m.commit_price = m.commit_ends_at = None
-    s.free(x)
-    s.event(job, "FoldedIntoBlock", f"{m.id} joined the base load block; {x.id} left it")
+    detail = f"{m.id} joined the base load block"
+    if instead_of is not None:
+        s.free(instead_of)
+        detail += f"; {instead_of.id} left it"
+    s.event(job, "FoldedIntoBlock", detail)
 
 
 def on_idle(s: TickState) -> None:
     """Waiting jobs that fit on idle nodes the cluster holds (with the block nodes credited to
     them) run there, inheriting the windows. Higher priority classes first, then the oldest."""
-    for c in s.sorted_clusters("k8s"):
+    for c in s.job_clusters():
         idle = [n for n in s.held(c.id) if n.job is None]
         for job in s.waiting(c):
             credit = s.credit.get((c.id, job.name), [])

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from burstmarket.auction import Clearing
 from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.model import BILLING_HOLD, Cluster, Job
-from burstmarket.market.tick.state import TickState
+from burstmarket.market.tick.tick_state import TickState
 from burstmarket.money import usd
 from burstmarket.states import PendingReason
 
@@ -15,13 +16,13 @@ def jobs_too_low(s: TickState) -> None:
     """A job whose price cannot meet the reserve while it bids (pending, or running on market
     nodes) reads bid_too_low and gets one BidTooLow event and one REFUSED line when that
     starts, whether the reserve or its price moved."""
-    for c in s.sorted_clusters("k8s"):
+    for c in s.job_clusters():
         for job in [*s.jobs_of(c, "pending"), *s.jobs_of(c, "running")]:
             price = job.price(c)
-            low = _bids(s, job) and (price is None or price < s.r)
+            low = _bids(s, job) and (price is None or price < s.reserve_price)
             if low and not job.bid_too_low:
                 shown = "no limit price" if price is None else f"{usd(price)} USD/GPU-h"
-                detail = f"{shown} is under the reserve {usd(s.r)}"
+                detail = f"{shown} is under the reserve {usd(s.reserve_price)}"
                 s.event(job, "BidTooLow", detail)
                 s.refuse(
                     c,
@@ -30,7 +31,7 @@ def jobs_too_low(s: TickState) -> None:
                         cluster=c.id,
                         job=job.name,
                         price_per_gpu_hour=None if price is None else usd(price),
-                        reserve_price=usd(s.r),
+                        reserve_price=usd(s.reserve_price),
                     ),
                 )
             if low != job.bid_too_low:
@@ -47,25 +48,17 @@ def _bids(s: TickState, job: Job) -> bool:
 
 
 def clusters_too_low(s: TickState, clearing: Clearing) -> set[str]:
-    """Clusters with demand under the reserve this tick. A VM cluster's standing bid that the
-    reserve overtakes logs one REFUSED line when that starts (a Kubernetes cluster's jobs log
-    their own, `jobs_too_low`)."""
+    """Clusters with demand under the reserve this tick. Each logs one REFUSED line when that
+    starts, the one its kind gives (`DemandKind.too_low_refusal`: a VM cluster's standing bid
+    that the reserve overtakes; a Kubernetes cluster's jobs log their own, `jobs_too_low`)."""
     low = set(clearing.bid_too_low)
     low |= {j.cluster for j in s.jobs.values() if j.bid_too_low and j.state != "finished"}
     for c in s.sorted_clusters():
         now_low = c.id in low
-        if now_low and not c.bid_too_low and c.kind == "vm":
-            price = c.max_price or 0
-            s.refuse(
-                c,
-                BidTooLow(
-                    f"{usd(price)} USD per GPU-hour is under the reserve price "
-                    f"{usd(s.r)}: the demand waits and lapsed nodes are reclaimed",
-                    cluster=c.id,
-                    price_per_gpu_hour=usd(price),
-                    reserve_price=usd(s.r),
-                ),
-            )
+        if now_low and not c.bid_too_low:
+            refusal = KINDS[c.kind].too_low_refusal(s, c)
+            if refusal is not None:
+                s.refuse(c, refusal)
         if now_low != c.bid_too_low:
             c.bid_too_low = now_low
             s.changed_clusters[c.id] = c

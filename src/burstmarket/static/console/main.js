@@ -3,7 +3,8 @@
 // (api.js); the island's prices and price-to-win ladder come live from the public websocket
 // feed (/ws/market), and each tick of the island refreshes the cluster's own reads, so a grant
 // or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
-// data-refreshed-tick (what the browser test waits for).
+// data-refreshed-tick (what the browser test waits for). A "First five minutes" card on top
+// lists docs/first-five-minutes.md's steps until it is dismissed.
 import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
 import { drawSpend } from "./spendchart.js";
 
@@ -28,6 +29,7 @@ const REASONS = {
 };
 
 const SIGNED_OUT = "burstmarket.console.signed-out";  // why the last session ended
+const FIRST_FIVE = "burstmarket.console.first-five-minutes";  // "dismissed": the card is not shown
 
 let me = null;          // the signed-in cluster: {id, account, island, kind, gpus_per_node}
 let socket = null;
@@ -97,6 +99,7 @@ async function signIn(value) {
   $("#who-account").textContent = me.account;
   $("#who-island").textContent = me.island;
   $("#who-kind").textContent = me.kind === "vm" ? "VM cluster" : "Kubernetes cluster";
+  $("#first-five").hidden = localStorage.getItem(FIRST_FIVE) === "dismissed";
   $("#declare").elements.max_gpus.step = String(me.gpus_per_node);
   $("#declare .grid-hint").textContent =
     `Whole nodes only: a multiple of ${me.gpus_per_node} GPUs on this island.`;
@@ -555,6 +558,10 @@ $("#sign-in").addEventListener("submit", (event) => {
   signIn($("#token").value.trim());
 });
 $("#sign-out").addEventListener("click", () => signOut());
+$("#first-five .dismiss").addEventListener("click", () => {
+  localStorage.setItem(FIRST_FIVE, "dismissed");
+  $("#first-five").hidden = true;
+});
 
 $("#declare").addEventListener("input", checkGrid);
 $("#declare").addEventListener("submit", (event) => {

@@ -1,22 +1,19 @@
-"""The README's analyst queries, run as written against history the exporter wrote."""
+"""docs/analysts.md's queries, run as written against history the exporter wrote."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from burstmarket.history import HistoryExporter
+from tests import docs
 from tests.feed.support import MarketDB, two_clusters
-
-README = Path(__file__).parents[2] / "README.md"
 
 
 def blocks(language: str) -> list[str]:
-    section = README.read_text().split("## Analysts", 1)[1].split("\n## ", 1)[0]
-    return re.findall(rf"```{language}\n(.*?)```", section, re.S)
+    return docs.code("docs/analysts.md", language, "# Analysts: the history")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +28,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[MarketDB, Path]:
 @pytest.fixture
 def history(written: tuple[MarketDB, Path], monkeypatch: pytest.MonkeyPatch) -> MarketDB:
     db, folder = written
-    monkeypatch.chdir(folder)  # the queries read `data/history/...`, as in the README
+    monkeypatch.chdir(folder)  # the queries read `data/history/...`, as on the page
     return db
 
 

@@ -13,7 +13,7 @@ from litestar import Litestar
 from burstmarket import __version__, apidoc, metrics
 from burstmarket.api import health
 from burstmarket.api.errors import HANDLERS
-from burstmarket.api.web import cors, feed_options, static_file
+from burstmarket.api.web import answer_options, cors, feed_options, static_file
 from burstmarket.feed.edge import Edge
 from burstmarket.settings import Settings
 
@@ -47,6 +47,7 @@ def create_edge_app(settings: Settings) -> Litestar:
             static_file,
             *health.probes(checks, versions),
         ],
+        before_request=answer_options,  # OPTIONS: every method of the path
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
         openapi_config=apidoc.openapi_config(),

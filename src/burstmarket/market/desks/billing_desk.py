@@ -1,4 +1,4 @@
-"""A cluster's bill as rows per time bucket (docs/market.md "Billing").
+"""A cluster's bill as rows per time bucket (docs/market.md "Billing"), `GET /api/billing`.
 
 The sums are exact (ledger units, SQL `billing`); what a row shows is rounded to 6 decimals so
 that the rows of a report add up exactly to the report's total, by largest remainder: every row
@@ -12,6 +12,8 @@ from typing import Literal, cast, get_args
 
 from burstmarket.clock import NS_PER_MS, to_datetime
 from burstmarket.contract import BillingRowView
+from burstmarket.market.lookups import read_cluster
+from burstmarket.market.market import Market
 from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
 from burstmarket.states import BillingKind
 from burstmarket.store.rows import Cursor, fetch
@@ -23,6 +25,20 @@ GRANULARITIES: dict[Granularity, int] = {
     "1d": 86_400_000_000_000,
 }
 assert tuple(GRANULARITIES) == get_args(Granularity)
+
+
+class BillingDesk:
+    def __init__(self, market: Market) -> None:
+        """The part of `market` it uses (it keeps no reference to it)."""
+        self._db = market.db
+
+    def billing(
+        self, cluster_id: str, start: int | None, end: int | None, granularity: Granularity
+    ) -> list[BillingRowView]:
+        """The cluster's rows from `start` to `end` (market nanoseconds; None: unbounded)."""
+        with self._db.read() as cur:
+            c = read_cluster(cur, cluster_id)
+            return billing_rows(cur, c.id, start, end, granularity)
 
 
 def billing_rows(

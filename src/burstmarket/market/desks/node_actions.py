@@ -17,10 +17,11 @@ from __future__ import annotations
 from burstmarket.clock import maybe_datetime, rfc3339
 from burstmarket.contract import NodeView
 from burstmarket.errors import Invalid, NotFound
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import Entry, stop_billing
+from burstmarket.market.lookups import cluster_nodes, read_cluster, read_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import CORDONED, DARK, Cluster, Island, JobEvent, Node
-from burstmarket.market.state import cluster_nodes, read_cluster, read_island
 from burstmarket.market.tables import JOB_EVENTS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd
 from burstmarket.states import NodeState, OutOfService
@@ -108,15 +109,19 @@ class NodeActions:
             return []
         c = read_cluster(cur, n.cluster)
         owed, n.owed_until = n.owed(now), None
-        if c.kind == "vm":
-            held = len(cluster_nodes(cur, c.id))
-            if held >= c.max_gpus // island.gpus_per_node:
+        declared = KINDS[c.kind].declared_nodes(c, island.gpus_per_node)
+        if declared is not None:
+            if len(cluster_nodes(cur, c.id)) >= declared:
                 n.free()  # the cluster has what it declared: the node goes back to the island
                 return []
         elif owed and n.job is not None and self._running(cur, c.id, n.job):
             n.idle_since = None  # its replacement never came: back to its job
         else:
             n.job, n.idle_since = None, now
+            if not n.window_open(now):
+                # outside any window its hour went to the replacement, or was over: it holds
+                # afresh from its return, billed from now in 5-minute increments from now
+                n.hold_until = now
         # the next tick commits its next hour, or releases it if that does not fit; it bills
         # from now on, as the cluster's again
         n.commit_price, n.commit_ends_at, n.billed_until = n.locked_price, now, now

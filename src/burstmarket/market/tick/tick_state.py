@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 
 from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
 from burstmarket.market.guard import Budget, outstanding, window_open
+from burstmarket.market.kinds import KINDS
 from burstmarket.market.model import (
     BILLING_HOLD,
     LIVE,
@@ -26,27 +27,27 @@ from burstmarket.market.model import (
     Cluster,
     Job,
     JobEvent,
+    JobKey,
     Node,
     priority,
 )
 from burstmarket.market.refusals import log_refusal
 from burstmarket.market.tick.books import Books
 from burstmarket.market.tick.types import TickInput
-from burstmarket.states import JobState, Kind, PendingReason
-
-JobKey = tuple[str, str]
-"""(cluster, job name)."""
+from burstmarket.states import JobState, PendingReason
 
 
 class TickState:
     """One tick's island: its input, the indices over its nodes and jobs, what the phases hand
-    each other, and what the tick will write."""
+    each other, and what the tick will write. The kinds of demand see it as their `TickView`
+    (market/kinds/base.py)."""
 
     def __init__(self, inp: TickInput) -> None:
         self.inp = inp
-        self.t = inp.time
-        self.g = inp.island.gpus_per_node
-        self.r = inp.island.reserve_price
+        self.now = inp.time
+        """The tick's market time (ns)."""
+        self.gpus_per_node = inp.island.gpus_per_node
+        self.reserve_price = inp.island.reserve_price
         self.clusters = inp.clusters
         self.jobs: dict[JobKey, Job] = {(j.cluster, j.name): j for j in inp.jobs}
         """Every pending and running job; the phases of whole nodes see only whole-node jobs
@@ -82,7 +83,8 @@ class TickState:
         """idle_since of nodes a job took this tick (restored if that job does not start)."""
 
         # the indices
-        self._sorted = sorted(self.clusters.items())
+        self._sorted = [c for _, c in sorted(self.clusters.items())]
+        self._running_jobs = [c for c in self._sorted if KINDS[c.kind].runs_jobs]
         self._stamps = itertools.count()
         self._stamp: dict[str, int] = {}
         """Node -> when it entered its place (market holdings or block): their order."""
@@ -94,7 +96,7 @@ class TickState:
         self._on_job: dict[JobKey, dict[str, Node]] = defaultdict(dict)
         """In-service nodes (market or block) running each job."""
         self.out_of_service = [n for n in inp.nodes if n.service is not None]
-        self._owed = {n.id: n for n in self.out_of_service if n.owed(self.t) and n.cluster}
+        self._owed = {n.id: n for n in self.out_of_service if n.owed(self.now) and n.cluster}
         """Out-of-service nodes whose cluster is owed a replacement now, in index order."""
         self._owed_jobs = Counter((n.cluster or "", n.job) for n in self._owed.values() if n.job)
         self._owed_clusters = Counter(n.cluster or "" for n in self._owed.values())
@@ -180,15 +182,19 @@ class TickState:
         """GPUs of `n` no small job takes (none if a whole-node job runs on it)."""
         if n.job is not None:
             return 0
-        return self.g - sum(j.gpus for j in self._small_on.get(n.id, {}).values())
+        return self.gpus_per_node - sum(j.gpus for j in self._small_on.get(n.id, {}).values())
 
     def _order(self, n: Node) -> int:
         return self._stamp[n.id]
 
     # --- clusters, jobs, blocks -----------------------------------------------------------
 
-    def sorted_clusters(self, kind: Kind | None = None) -> list[Cluster]:
-        return [c for _, c in self._sorted if kind is None or c.kind == kind]
+    def sorted_clusters(self) -> list[Cluster]:
+        return list(self._sorted)
+
+    def job_clusters(self) -> list[Cluster]:
+        """The clusters whose kind of demand runs jobs (`DemandKind.runs_jobs`), by id."""
+        return list(self._running_jobs)
 
     def jobs_of(self, c: Cluster, state: JobState) -> list[Job]:
         """The cluster's jobs in `state`, oldest first (equal times: the one accepted first)."""
@@ -214,17 +220,12 @@ class TickState:
     def budget(self, c: Cluster) -> Budget:
         if c.spend_limit is None:
             return Budget(None, 0, 0)
-        spent = self.inp.spent.get(c.id, 0) if window_open(c.spend_window_start, self.t) else 0
+        spent = self.inp.spent.get(c.id, 0) if window_open(c.spend_window_start, self.now) else 0
         return Budget.of(
-            c.spend_limit, spent, outstanding(self._held[c.id].values(), self.g, self.t)
+            c.spend_limit,
+            spent,
+            outstanding(self._held[c.id].values(), self.gpus_per_node, self.now),
         )
-
-    def live_price(self, c: Cluster, n: Node) -> int:
-        """What the holder of market node `n` bids for it now."""
-        if c.kind == "vm":
-            return c.max_price or n.locked_price or 0
-        job = self.job_on(n)
-        return (job.price(c) if job else None) or n.locked_price or 0
 
     def job_on(self, n: Node) -> Job | None:
         return self.jobs.get((n.cluster or "", n.job)) if n.job else None
@@ -241,12 +242,12 @@ class TickState:
 
     def release(self, n: Node, minimum: bool = True) -> None:
         """Market node `n` goes back to the island: its commitment is released and, unless the
-        market broke its window, a Kubernetes node's minimum hold is billed."""
+        market broke its window, the minimum hold of its kind is billed (a kind with one)."""
         assert n.cluster is not None
         c = self.clusters[n.cluster]
         self.unpriced.pop(n.id, None)
         self.books.release_commitment(n)
-        if minimum and c.kind == "k8s" and n.granted_at is not None:
+        if minimum and KINDS[c.kind].hold_ns is not None and n.granted_at is not None:
             self.books.minimum_hold(c, n)
         self.free(n)
 
@@ -295,7 +296,7 @@ class TickState:
 
     def start(self, job: Job, c: Cluster, why: str) -> None:
         """The job runs from now; its `Provisioned` event waits for the end of the tick."""
-        job.state, job.provisioned_at, job.gang_price = "running", self.t, job.price(c)
+        job.state, job.provisioned_at, job.gang_price = "running", self.now, job.price(c)
         self._started[(job.cluster, job.name)] = why
         self.changed_jobs[(job.cluster, job.name)] = job
 
@@ -309,12 +310,12 @@ class TickState:
 
         def idle(n: Node) -> None:
             self._set_job(n, None)
-            n.idle_since = (self._idle_before.get(n.id) or self.t) if started else self.t
+            n.idle_since = (self._idle_before.get(n.id) or self.now) if started else self.now
             self.touch(n)
 
         market, block = self.running_on(job)
         for n in market:
-            if n.window_open(self.t) and self.refused.get(c.id) != BILLING_HOLD:
+            if n.window_open(self.now) and self.refused.get(c.id) != BILLING_HOLD:
                 idle(n)
                 if not started:
                     n.locked_price = job.price(c)
@@ -362,7 +363,7 @@ class TickState:
         self._started.clear()
 
     def event(self, job: Job, kind: str, detail: str) -> None:
-        self.events.append(JobEvent(job.cluster, job.name, self.t, kind, detail))
+        self.events.append(JobEvent(job.cluster, job.name, self.now, kind, detail))
         self.changed_jobs[(job.cluster, job.name)] = job
 
     def refuse(self, c: Cluster, refusal: BidTooLow | SpendLimit | BillingHold) -> None:
