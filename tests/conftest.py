@@ -1,14 +1,27 @@
-"""Shared fixtures: a real `burstmarket serve` subprocess on a free loopback port.
+"""Shared fixtures: a real `burstmarket serve` subprocess on a free loopback port, and an
+in-process market on a real DuckDB file.
 
 `server` starts one with `--clock manual`, a temporary `--data-dir` and an operator token, and
 yields a `Server` (base URL, operator token, log file, data dir). `start_server` is the factory
-behind it, for tests that need other flags or several runs on one data dir (crash tests).
+behind it, for tests that need other flags or several runs on one data dir (crash tests);
+`shared_server` is one per test module. `market` (`make_market`) is a `Market` in this process.
 
-Every test that starts a server is marked `e2e`, so `pytest -m "not e2e"` is the fast loop: a
-test using a fixture of SERVER_FIXTURES is marked here, and any other test that starts a server
-(`burstmarket serve`, uvicorn, a listening socket) while not marked fails (`no_servers`). The
-fast loop runs on every core (pytest-xdist) and its property tests draw a quarter of their
-examples (`examples`); a full run keeps one process and every example.
+How the suite is split:
+
+- Every test that starts a server is marked `e2e`, so `pytest -m "not e2e"` is the fast loop: a
+  test using a fixture of SERVER_FIXTURES is marked here, and any other test that starts a
+  server (`burstmarket serve`, uvicorn, a listening socket) while not marked fails
+  (`no_servers`). The fast loop does not even import the folders of E2E_FOLDERS, and its
+  property tests draw a quarter of their examples (`examples`); a full run draws them all.
+- Every run, fast loop or full, runs on every core (pytest-xdist, `-n auto` in pyproject.toml),
+  whole files to a worker (`--dist loadfile`), so a module's fixtures (`shared_server`, the
+  browser) are built once. Each server has its own free port (`free_port`; one another process
+  took meanwhile is picked again) and its own temporary data dir, so servers run side by side.
+- A test that measures a server's pace, CPU or memory against the same run's calm window is
+  marked `alone`: it waits for the tests beside it to end and none starts beside it (`turn`),
+  so its calm window and its measured windows see the same machine. It still compares with its
+  own calm window only, never with a wall-clock constant: the machine may be busy with other
+  work throughout.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import httpx
 import pytest
@@ -33,8 +46,21 @@ import uvicorn
 from click.testing import CliRunner
 from hypothesis import settings
 
+from tests.constants import T0
+
+if TYPE_CHECKING:
+    from burstmarket.market.market import Market
+
 OPERATOR_TOKEN = "test-operator-token"
-STARTUP_SECONDS = 30
+STARTUP_SECONDS = 180
+"""How long a server may take to answer after its start: 2 s on a quiet host, over 30 s
+beside a machine's worth of other work."""
+PORT_TAKEN = "the port is in use by another process"
+"""What `burstmarket serve` says when it cannot listen (burstmarket/server.py)."""
+PORT_ATTEMPTS = 3
+REQUEST_SECONDS = 240
+"""How long a test's request may take: a request running many ticks takes seconds on a quiet
+host and over 30 beside other work (pytest-timeout's 300 s per test still bounds a hang)."""
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"  # the installed command line
 
 
@@ -97,7 +123,7 @@ class Server:
     client: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
-        self.client = httpx.Client(base_url=self.url, timeout=30)
+        self.client = httpx.Client(base_url=self.url, timeout=REQUEST_SECONDS)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -134,6 +160,27 @@ class Server:
 StartServer = Callable[..., Server]
 
 
+def _came_up(server: Server, up: str) -> bool:
+    """Whether the server answers `up`; False if it exited because another process took its
+    port between `free_port` and its start (tests of other workers and runs pick ports too);
+    any other failure to start raises, with its log."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        if server.process.poll() is not None:
+            if PORT_TAKEN in server.log():
+                return False
+            raise RuntimeError(f"server exited at start:\n{server.log()}")
+        try:
+            if server.client.get(up).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError(f"server did not start in {STARTUP_SECONDS} s:\n{server.log()}")
+        time.sleep(0.05)
+
+
 @contextmanager
 def _servers(tmp_path: Path) -> Iterator[StartServer]:
     started: list[Server] = []
@@ -150,46 +197,39 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         subcommand="feed" a feed edge (`flags` then name its bus; it has no data dir and is up
         once it answers /healthz)."""
         data = data_dir or tmp_path / "data"
-        port = free_port()
-        log_path = tmp_path / f"server-{len(started)}.log"
         environ = {k: v for k, v in os.environ.items() if not k.startswith("BURSTMARKET_")}
         if operator_token is not None:
             environ["BURSTMARKET_OPERATOR_TOKEN"] = operator_token
         environ.update(env or {})
         args = list(flags) or ["--clock", "manual"]
         where = ["--data-dir", str(data)] if subcommand == "serve" else []
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [
-                    str(command),
-                    subcommand,
-                    *where,
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    *args,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=environ,
-            )
-        server = Server(f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process)
         up = "/api/islands" if subcommand == "serve" else "/healthz"
-        started.append(server)
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"server exited at start:\n{server.log()}")
-            try:
-                if server.client.get(up).status_code == 200:
-                    return server
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                server.kill()
-                raise RuntimeError(f"server did not start:\n{server.log()}")
-            time.sleep(0.05)
+        for _ in range(PORT_ATTEMPTS):
+            port = free_port()
+            log_path = tmp_path / f"server-{len(started)}.log"
+            with log_path.open("wb") as log:
+                process = subprocess.Popen(
+                    [
+                        str(command),
+                        subcommand,
+                        *where,
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        *args,
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=environ,
+                )
+            server = Server(
+                f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process
+            )
+            started.append(server)
+            if _came_up(server, up):
+                return server
+        raise RuntimeError(f"no port free in {PORT_ATTEMPTS} attempts:\n{server.log()}")
 
     try:
         yield start
@@ -216,6 +256,45 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     sharing it create their own islands, accounts and clusters."""
     with _servers(tmp_path_factory.mktemp("shared")) as start:
         yield start("--clock", "manual", "--tick-seconds", "300")
+
+
+# --- an in-process market on a real DuckDB file -------------------------------------------
+
+MakeMarket = Callable[..., "Market"]
+
+
+@pytest.fixture
+def make_market(tmp_path: Path) -> Iterator[MakeMarket]:
+    """`make_market(clock=None, data_dir=None, **settings)`: a `Market` in this process on a
+    DuckDB file of its own (under `data_dir`, else this test's temporary folder), on a manual
+    clock at T0 unless given one, its Settings the defaults but `clock="manual"` and
+    `settings`. Make another on the same `data_dir` after closing the first (`market.db.close()`)
+    to restart it; every store is closed at the end."""
+    from burstmarket.clock import ManualClock
+    from burstmarket.market.market import Market
+    from burstmarket.settings import Settings
+    from burstmarket.store import Database
+
+    made: list[Market] = []
+
+    def make(
+        clock: ManualClock | None = None, data_dir: Path | None = None, **settings: Any
+    ) -> Market:
+        config = Settings(clock="manual", data_dir=data_dir or tmp_path, **settings)
+        market = Market(Database(config.database_path), clock or ManualClock(T0), config)
+        made.append(market)
+        return market
+
+    yield make
+    for market in made:
+        market.db.close()
+
+
+@pytest.fixture
+def market(make_market: MakeMarket) -> Market:
+    """An in-process market on a temporary DuckDB file: manual clock at T0, default Settings
+    (10 s ticks, the reference island)."""
+    return make_market()
 
 
 # --- the fast loop: e2e is every test that starts a server ---------------------------------
@@ -248,14 +327,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.relative_to(TESTS).parts[0]
         if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
+    # The files whose tests start servers first (most of the run's time), in their order, then
+    # the others: pytest-xdist hands files out in this order (`--no-loadscope-reorder`), so the
+    # run does not end on one long server file while the other cores have nothing left.
+    serving = {item.path for item in items if item.get_closest_marker("e2e") is not None}
+    items.sort(key=lambda item: item.path not in serving)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """How many workers `-n auto` (pyproject's addopts) starts: for the fast loop, xdist's own
-    count (every core); for any run that may start servers, none, so it runs in this process:
-    those tests measure a server's pace and CPU against the machine's calm."""
-    return None if fast_loop(config) else 0
+# --- every run on every core; a test that measures the machine's calm runs alone ----------
+
+ALONE = "alone"
+"""The marker (pyproject.toml) of a test that measures a server's pace, CPU or memory against
+the same run's calm window: no other test of the run runs beside it (`turn`)."""
+
+
+@contextmanager
+def turn(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist, a test of every worker holds the run's room shared while it runs
+    (setup and teardown included), and an `alone` test holds it alone: it waits for the tests
+    running beside it to end, and no other starts until it has. The gate, taken on the way in,
+    keeps a waiting `alone` test from being overtaken. In one process there is nothing to do."""
+    if not hasattr(item.config, "workerinput"):
+        yield
+        return
+    import fcntl
+
+    run = Path(item.config.option.basetemp).parent  # the controller's: shared by its workers
+    alone = item.get_closest_marker(ALONE) is not None
+    with (run / "alone.gate").open("a") as gate, (run / "alone.room").open("a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield  # closing the files releases the locks
 
 
 # --- property tests: all their examples in a full run, a quarter in the fast loop ---------
@@ -314,10 +418,11 @@ def no_servers(test: str) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    if item.get_closest_marker("e2e") is not None:
-        return (yield)
-    with no_servers(item.nodeid):
-        return (yield)
+    with turn(item):
+        if item.get_closest_marker("e2e") is not None:
+            return (yield)
+        with no_servers(item.nodeid):
+            return (yield)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import msgspec
 
 from burstmarket.auction import Clearing, IslandInput, Protected, Rung, Stats, Unit
 from burstmarket.clock import rfc3339
+from burstmarket.contract import LadderRungView
 from burstmarket.market.ladder import LadderRung
 from burstmarket.money import MoneyError, parse_price, usd
 
@@ -87,15 +88,17 @@ WINDOWS_HOLD = "protection windows hold the nodes until contestable_at"
 """A later rung's `reason` (sql/feed_ladder.sql says the same words for the ticks it replays)."""
 
 
-def render_published_ladder(rungs: Sequence[LadderRung]) -> list[dict[str, Any]]:
+def render_published_ladder(rungs: Sequence[LadderRung]) -> list[LadderRungView]:
     """docs/api.md `GET /api/market/ladder` rungs: the engine's, then the rungs windows hold now."""
     return [
-        {
-            **shown,
-            "contestable_at": rfc3339(r.contestable_at),
-            "reason": None if r.contestable_at is None else WINDOWS_HOLD,
-        }
-        for shown, r in zip(render_ladder(rungs), rungs, strict=True)
+        LadderRungView(
+            nodes=r.nodes,
+            gpus=r.gpus,
+            price_per_gpu_hour=usd(r.price),
+            contestable_at=rfc3339(r.contestable_at),
+            reason=None if r.contestable_at is None else WINDOWS_HOLD,
+        )
+        for r in rungs
     ]
 
 

@@ -462,19 +462,94 @@ class PackingView(View):
     enabled: bool
 
 
-class TickStats(View):
-    """An island's market statistics at one tick (`GET /api/market/stats`)."""
+# --- the feeds' rows (docs/api.md "Feed") ----------------------------------------------------
+#
+# One Struct per published feed (feeds/<name>.toml names it): its fields after the island, tick
+# and time are the websocket message's `data`, and their JSON Schemas (type, `description`,
+# `extra_json_schema`) are the ones the AsyncAPI and OpenAPI documents publish
+# (feed/catalog.py). A feed's SQL (sql/feed_<name>.sql) selects the same names, in order.
+
+
+class FeedRow(View):
+    """One tick of one feed, as its latest-row endpoint answers it."""
 
     island: str
     tick: int
     time: Time
-    vwap: Price | None
-    min: Price | None
-    max: Price | None
-    gpus: int
-    clusters: int
-    pending_gpus: int
+
+
+class TickStats(FeedRow):
+    """An island's market statistics at one tick (`GET /api/market/stats`)."""
+
+    vwap: Annotated[
+        Price | None,
+        msgspec.Meta(
+            description="USD per GPU-hour, weighted by GPUs held; null when no cluster holds "
+            "market nodes"
+        ),
+    ]
+    min: Annotated[Price | None, msgspec.Meta(description="lowest cluster rate, USD per GPU-hour")]
+    max: Annotated[Price | None, msgspec.Meta(description="highest cluster rate, USD per GPU-hour")]
+    gpus: Annotated[int, msgspec.Meta(description="GPUs held in the market")]
+    clusters: Annotated[int, msgspec.Meta(description="clusters holding market nodes")]
+    pending_gpus: Annotated[int, msgspec.Meta(description="GPUs declared and not granted")]
     reserve_price: Price
+
+
+class LadderRungView(View):
+    nodes: int
+    gpus: int
+    price_per_gpu_hour: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per GPU-hour: the lowest price that wins n nodes now, or, for a "
+            "rung not contestable now, what it would take at contestable_at against the demand "
+            "standing now"
+        ),
+    ]
+    contestable_at: Annotated[
+        str | None,
+        msgspec.Meta(
+            extra_json_schema={"format": "date-time"},
+            description="null: contestable in this tick's auction (a declaration now competes "
+            "at the next tick); else the earliest time enough protection windows end",
+        ),
+    ]
+    """RFC 3339, as the feed spells it (clock.rfc3339)."""
+    reason: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="why the rung cannot be contested now, in words; null when it can"
+        ),
+    ]
+
+
+class LadderView(FeedRow):
+    """The price-to-win ladder of an island at one tick (`GET /api/market/ladder`)."""
+
+    reserve_price: Price
+    rungs: Annotated[
+        list[LadderRungView],
+        msgspec.Meta(
+            description="one rung per node count n = 1 ... the nodes contestable now, then on "
+            "to those protection windows hold now"
+        ),
+    ]
+
+
+class RateView(View):
+    gpus: int
+    rate: Price
+
+
+class RatesView(FeedRow):
+    """Each market cluster's GPUs and rate at one tick, anonymous (`GET /api/market/rates`)."""
+
+    rates: list[RateView]
+
+
+FEED_ROWS: tuple[type[FeedRow], ...] = (TickStats, LadderView, RatesView)
+"""The published rows, each named by its feed's declaration (feeds/<name>.toml `row`)."""
 
 
 class TicksRun(TickStats):

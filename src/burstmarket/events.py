@@ -5,21 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+
+from burstmarket.contract import FeedRow, LadderView, TickStats
 
 
 @dataclass(frozen=True, slots=True)
 class TickCommitted:
     """One island's tick, durable in the store. Published only after the transaction commits.
 
-    `stats` and `ladder` are JSON-ready dicts in exactly the shapes of docs/api.md
-    `GET /api/market/stats` and `GET /api/market/ladder` (USD floats at the display edge).
+    `stats` and `ladder` are the rows of docs/api.md `GET /api/market/stats` and
+    `GET /api/market/ladder` (USD floats at the display edge), published live by the feeds
+    whose row they are (feed/feed.py).
     """
 
     island: str
     tick: int
     time: datetime
-    stats: dict[str, Any]
-    ladder: dict[str, Any]
+    stats: TickStats
+    ladder: LadderView
     durations: Mapping[str, float] = field(default_factory=dict)
     """Seconds each part of the tick took (`read`, `clear`, `commit`), for metrics.py."""
+
+    @property
+    def rows(self) -> tuple[FeedRow, ...]:
+        """The feed rows this tick computed, so no feed of theirs reads them back."""
+        return (self.stats, self.ladder)

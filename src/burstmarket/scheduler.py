@@ -26,6 +26,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from burstmarket import metrics
+from burstmarket.clock import from_datetime, rfc3339
 from burstmarket.market.market import Market
 from burstmarket.store import store_fault
 
@@ -156,9 +157,9 @@ class TickScheduler:
             self._ticked[island] = self._monotonic()
             stats = event.stats
             figures.append(
-                f"island {island} tick {event.tick} at {stats['time']}: "
-                f"{self._monotonic() - began:.3f} s, {stats['gpus']} GPUs held by "
-                f"{stats['clusters']} clusters, {stats['pending_gpus']} GPUs pending"
+                f"island {island} tick {event.tick} at {rfc3339(from_datetime(event.time))}: "
+                f"{self._monotonic() - began:.3f} s, {stats.gpus} GPUs held by "
+                f"{stats.clusters} clusters, {stats.pending_gpus} GPUs pending"
             )
             self.market.publish(event)
         return figures

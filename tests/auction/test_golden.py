@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from burstmarket.auction import IslandInput, Protected, Unit, clear
-
-USD = 1_000_000
+from tests.constants import USD
 
 
 def unit(uid: str, cluster: str, nodes: int, usd: float, since: int) -> Unit:

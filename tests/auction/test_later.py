@@ -10,8 +10,7 @@ from burstmarket.auction import IslandInput, LaterRung, Release, Unit, clear, la
 from burstmarket.money import PRICE_STEP
 from tests.auction.test_properties import CLUSTERS, islands
 from tests.conftest import examples
-
-USD = 1_000_000
+from tests.constants import USD
 
 
 @st.composite

@@ -22,6 +22,15 @@ def recv(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
     return message
 
 
+def recv_past_heartbeats(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
+    """The next message that is not a heartbeat: one comes after 5 s without any message, and
+    on a busy host two steps of a test can be that far apart."""
+    message = recv(ws, timeout)
+    while message["type"] == "heartbeat":
+        message = recv(ws, timeout)
+    return message
+
+
 def send(ws: ClientConnection, frame: Any) -> None:
     ws.send(frame if isinstance(frame, str | bytes) else json.dumps(frame))
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +54,16 @@ def eventually(check: Callable[[], T | None], what: str, server: Server | None =
 def ok(response: httpx.Response, status: int = 200) -> Any:
     assert response.status_code == status, (response.status_code, response.text)
     return response.json()
+
+
+def billed_by_kind(rows: list[dict[str, Any]]) -> dict[str, Decimal]:
+    """A billing report's amounts, exact, summed per kind: a daily report has a row for each
+    UTC day a term touches (a manual clock starts at the wall time, so a run near midnight
+    crosses one)."""
+    total: dict[str, Decimal] = {}
+    for row in rows:
+        total[row["kind"]] = total.get(row["kind"], Decimal(0)) + Decimal(str(row["amount_usd"]))
+    return total
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from tests.conftest import Server, StartServer
 from tests.e2e.support import (
     account,
     base_load,
+    billed_by_kind,
     buy,
     make_account,
     make_cluster,
@@ -261,7 +262,7 @@ def test_a_purchase_the_balance_covers_takes_no_deposit_and_bills_its_term(
     # its two idle nodes stepped down into the market for the idle grace, locked at the
     # reserve (nothing declared, nothing cleared): 16 GPUs x 1.0 x 5 minutes
     rows = ok(server.client.get("/api/billing", params={"granularity": "1d"}, headers=k))
-    by_kind = {r["kind"]: _usd(r["amount_usd"]) for r in rows}
+    by_kind = billed_by_kind(rows)
     assert by_kind == {"base_load": Decimal(24), "market": Decimal("1.333333")}
 
 

@@ -3,6 +3,10 @@ every channel of an island with `from_tick` at the start of the replay window. T
 their pace (lateness bounded), the server's memory stays bounded, and once the clients leave
 the server does no more work for them (real clock); flood after flood in one process, its
 memory levels off (manual clock). Real server process, raw sockets.
+
+The first test reads pace and CPU against a calm window of the same run, once ticks flow, so a
+host busy with other work does not fail it; it runs with no other test of the suite beside it
+(`alone`, tests/conftest.py), so the windows all see the same machine.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 from websockets.sync.client import connect
 
 from tests.conftest import Server, StartServer
@@ -109,6 +114,7 @@ def port_of(server: Server) -> int:
     return int(server.url.rsplit(":", 1)[1])
 
 
+@pytest.mark.alone
 def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
     start_server: StartServer,
 ) -> None:
@@ -118,7 +124,7 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
     watch = TickWatch(server)
     port = port_of(server)
 
-    time.sleep(2)
+    eventually(lambda: len(watch.times) >= 10, "ticks on the real clock", server)
     calm = time.monotonic()
     cpu_calm, rss_calm = cpu_seconds(pid), rss_mb(pid)
     time.sleep(2)
@@ -154,6 +160,7 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
     rss_after = rss_mb(pid)
     watch.stop()
 
+    gap_calm = watch.worst_gap(calm, attack)
     gap_attack = watch.worst_gap(attack, attack_end)
     gap_after = watch.worst_gap(after, after_end)
     # ticks run per tick due, in each window; the flood's and the after's are read against the
@@ -166,18 +173,22 @@ def test_a_replay_flood_from_clients_that_never_read_stalls_nothing(
         f"\nreplay flood: {CONNECTIONS} connections x {SUBSCRIBES} subscribes "
         f"({sent} frames sent) of {len(CHANNELS)} channels from tick {earliest}\n"
         f"  rss MB: calm {rss_calm:.0f}, peak {rss_peak:.0f}, after {rss_after:.0f}\n"
-        f"  worst tick gap s (interval {TICK_SECONDS}): during {gap_attack:.2f}, "
-        f"after {gap_after:.2f}\n"
+        f"  worst tick gap s (interval {TICK_SECONDS}): calm {gap_calm:.2f}, "
+        f"during {gap_attack:.2f}, after {gap_after:.2f}\n"
         f"  ticks run / due: calm {ticks_calm:.2f}, during {ticks_attack:.2f}, "
         f"after {ticks_after:.2f}\n"
         f"  server cpu s/s: calm {calm_cpu_rate:.2f}, after {after_cpu_rate:.2f}"
     )
     assert rss_peak - rss_calm < 150, (rss_calm, rss_peak)
-    assert gap_attack < 2.0
+    assert ticks_calm > 0, "the calm window saw no tick: nothing to compare with"
+    # the worst wait for a tick, in units of the calm window's (two intervals at least): on a
+    # quiet host calm waits 0.1-0.2 s, so these are the 2 s and 1 s bounds a quiet host meets
+    calm_wait = max(gap_calm, 2 * TICK_SECONDS)
+    assert gap_attack < 10 * calm_wait, (gap_calm, gap_attack)
     # on a quiet host, calm runs about 0.9; the code before the replay budget ran 0.15 under the
     # flood
     assert ticks_attack > 0.25 * ticks_calm, (ticks_calm, ticks_attack)
-    assert gap_after < 1.0
+    assert gap_after < 5 * calm_wait, (gap_calm, gap_after)
     assert ticks_after > 0.5 * ticks_calm, (ticks_calm, ticks_after)
     # nothing left running for the clients that left: work left behind for them would hold a
     # core; a host busy with other work moved this by up to 0.36 (0.63 after, 0.27 calm)

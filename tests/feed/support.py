@@ -27,6 +27,7 @@ import uvicorn
 from litestar import Litestar
 
 from burstmarket.api.errors import HANDLERS
+from burstmarket.contract import LadderRungView, LadderView, TickStats
 from burstmarket.events import TickCommitted
 from burstmarket.feed.feed import Feed, build_feed
 from burstmarket.feed.service import FeedOptions
@@ -36,10 +37,6 @@ from burstmarket.store import Database
 START = datetime(2025, 3, 31, 23, 0, tzinfo=UTC)
 TICK = timedelta(seconds=10)
 SIX = Decimal("0.000001")
-
-
-def iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def usd(value: Decimal | None) -> float | None:
@@ -164,26 +161,26 @@ class MarketDB(Database):
                 "FROM (SELECT unnest(range(1, ? + 1)) AS n, unnest(?::DECIMAL(18, 6)[]) AS price)",
                 [island, tick, when, gpus_per_node, len(prices), prices],
             )
-        stats = {
-            "island": island,
-            "tick": tick,
-            "time": iso(when),
-            "vwap": usd(vwap),
-            "min": usd(low),
-            "max": usd(high),
-            "gpus": gpus,
-            "clusters": len(holdings),
-            "pending_gpus": pending,
-            "reserve_price": float(Decimal(reserve)),
-        }
+        stats = TickStats(
+            island=island,
+            tick=tick,
+            time=when,
+            vwap=usd(vwap),
+            min=usd(low),
+            max=usd(high),
+            gpus=gpus,
+            clusters=len(holdings),
+            pending_gpus=pending,
+            reserve_price=float(Decimal(reserve)),
+        )
         rungs = [
-            {
-                "nodes": n,
-                "gpus": n * gpus_per_node,
-                "price_per_gpu_hour": float(p),
-                "contestable_at": None,
-                "reason": None,
-            }
+            LadderRungView(
+                nodes=n,
+                gpus=n * gpus_per_node,
+                price_per_gpu_hour=float(p),
+                contestable_at=None,
+                reason=None,
+            )
             for n, p in enumerate(prices, start=1)
         ]
         return TickCommitted(
@@ -191,13 +188,13 @@ class MarketDB(Database):
             tick=tick,
             time=when,
             stats=stats,
-            ladder={
-                "island": island,
-                "tick": tick,
-                "time": iso(when),
-                "reserve_price": float(Decimal(reserve)),
-                "rungs": rungs,
-            },
+            ladder=LadderView(
+                island=island,
+                tick=tick,
+                time=when,
+                reserve_price=float(Decimal(reserve)),
+                rungs=rungs,
+            ),
         )
 
 

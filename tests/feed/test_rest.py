@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pytest
+from msgspec import to_builtins
 
 from burstmarket.events import TickCommitted
 from burstmarket.history import HistoryExporter
@@ -32,10 +33,13 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
         )
         live_stats = get(server, "/api/market/stats", island="east").json()
         live_ladder = get(server, "/api/market/ladder", island="east").json()
-        assert live_stats == event.stats
-        assert live_ladder == event.ladder
+        assert live_stats == to_builtins(event.stats)
+        assert live_ladder == to_builtins(event.ladder)
         trimmed = get(server, "/api/market/ladder", island="east", max_nodes=2).json()
-        assert trimmed == {**event.ladder, "rungs": event.ladder["rungs"][:2]}
+        assert trimmed == {
+            **to_builtins(event.ladder),
+            "rungs": to_builtins(event.ladder.rungs[:2]),
+        }
         assert get(server, "/api/market/ladder", island="east", max_nodes=0).json()["rungs"] == []
     # A new process knows nothing in memory: the same answers come from DuckDB.
     with FeedServer(market, tmp_path) as server:
@@ -88,7 +92,7 @@ def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str
     buckets: dict[int, list[dict[str, Any]]] = {}
     for event in events:
         start = int(event.time.timestamp()) // seconds * seconds
-        buckets.setdefault(start, []).append(event.stats)
+        buckets.setdefault(start, []).append(to_builtins(event.stats))
     out = []
     for start, rows in sorted(buckets.items()):
         priced = [r for r in rows if r["vwap"] is not None]

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from msgspec import to_builtins
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -68,7 +69,7 @@ def test_snapshot_then_one_update_per_tick_gap_free(server: FeedServer) -> None:
                     rest = httpx.get(
                         f"{server.url}/api/market/stats", params={"island": "east"}
                     ).json()
-                    assert rest == event.stats
+                    assert rest == to_builtins(event.stats)
                     assert message["data"] == {
                         k: v for k, v in rest.items() if k not in ("island", "tick", "time")
                     }

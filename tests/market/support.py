@@ -11,10 +11,9 @@ from burstmarket.clock import NS_PER_HOUR, NS_PER_S
 from burstmarket.market.model import LIVE, Block, Cluster, Island, Job, Node, Tranche
 from burstmarket.market.tick import TickInput
 from burstmarket.states import JobState
+from tests.constants import T0, USD
 
 G = 8
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 INTERVAL = 300 * NS_PER_S
 MINUTE = 60 * NS_PER_S
 HOUR = NS_PER_HOUR

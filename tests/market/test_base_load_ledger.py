@@ -40,10 +40,10 @@ from burstmarket.money import micros_to_decimal
 from burstmarket.settings import Settings
 from burstmarket.store import Database
 from tests.conftest import examples
+from tests.constants import USD
 
-USD = 1_000_000
 UNITS = 3_600_000  # ledger units per µUSD
-T0 = 1_900_000_000 * NS_PER_S  # a Sunday (2030-03-17), so a due date is some days out
+SUNDAY = 1_900_000_000 * NS_PER_S  # the start (2030-03-17), so a due date is some days out
 G = 8
 CLUSTERS = ("x-1", "y-1", "x-2")
 CELLS = [  # (GPUs, hours, USD per GPU-hour): the long ones cost over 10,000 USD
@@ -126,7 +126,7 @@ def test_the_ledger_reconciles_with_the_balances_after_any_run(
         ]
         # a job larger than any block: the rest bids on the market (charges from the start)
         market: list[tuple[Any, ...]] = [("job", "x-1", 4, 2 * USD), ("tick", 1)]
-        _run(Market(db, ManualClock(T0), market_settings), buys + market + steps, opening)
+        _run(Market(db, ManualClock(SUNDAY), market_settings), buys + market + steps, opening)
     finally:
         db.close()
 

@@ -5,10 +5,8 @@ before the service started is never billed."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -26,12 +24,10 @@ from burstmarket.market.market import Market
 from burstmarket.market.model import Island
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.money import micros_to_decimal
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0, USD
 from tests.market.test_tick import G, nodes, vm
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 TICK_NS = 10 * NS_PER_S
 RESERVE = 2 * USD
 
@@ -65,16 +61,13 @@ class Book:
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Iterator[Book]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=TICK_NS / NS_PER_S)
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+def book(make_market: MakeMarket) -> Book:
+    market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
     operator.islands.put("lt", IslandChange(G, 2, micros_to_decimal(RESERVE)))
     operator.accounts.create(NewAccount("acct", Decimal(1_000)))
     operator.clusters.create(NewCluster("acct", "lt", "vm", "a"))
-    yield Book(market, Tenant(market))
-    db.close()
+    return Book(market, Tenant(market))
 
 
 def _gpu_ms(rows: list[tuple[int, int, int]]) -> int:

@@ -11,12 +11,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.clock import NS_PER_S
 from burstmarket.contract import (
     CapacityDeclaration,
     CapacityView,
@@ -30,11 +29,9 @@ from burstmarket.market.hot import Hot
 from burstmarket.market.market import Market
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.money import micros_to_decimal
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0, USD
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 TICK_NS = 10 * NS_PER_S
 GPUS = 8
 RATE = 2 * USD
@@ -109,17 +106,14 @@ class Harness:
 
 
 @pytest.fixture
-def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=TICK_NS / NS_PER_S)
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+def harness(make_market: MakeMarket, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    market = make_market(tick_seconds=TICK_NS / NS_PER_S)
     operator = Operator(market)
     operator.islands.put("lt", IslandChange(GPUS, 4, micros_to_decimal(RATE)))
     operator.accounts.create(NewAccount("acct", Decimal(1_000)))
     operator.clusters.create(NewCluster("acct", "lt", "vm", "a"))
     with ThreadPoolExecutor(2) as pool:
         yield Harness(market, Tenant(market), pool, monkeypatch)
-    db.close()
 
 
 def test_a_lower_demand_during_a_tick_is_answered_at_once_and_caps_the_tick(

@@ -20,11 +20,10 @@ from burstmarket.market.model import (
 )
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from tests.conftest import examples
+from tests.constants import T0, USD
 from tests.market.test_tick import vm
 
 G = 8
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 INTERVAL = 300 * NS_PER_S
 
 

@@ -3,28 +3,22 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burstmarket.clock import NS_PER_S, ManualClock
 from burstmarket.contract import IslandChange
 from burstmarket.market.desks import Operator
-from burstmarket.market.market import Market
 from burstmarket.market.tables import ISLANDS
-from burstmarket.settings import Settings
-from burstmarket.store import Database
-
-T0 = 1_800_000_000 * NS_PER_S
+from tests.conftest import MakeMarket
 
 
 def test_a_new_island_and_its_base_load_cap_are_written_in_one_transaction(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_market: MakeMarket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings(clock="manual", data_dir=tmp_path, first_island=None)
-    db = Database(settings.database_path)
-    operator = Operator(Market(db, ManualClock(T0), settings))
+    market = make_market(first_island=None)
+    db = market.db
+    operator = Operator(market)
     new = IslandChange(gpus_per_node=8, nodes=4, reserve_price=Decimal(1), base_load_cap=3)
 
     def fault(*args: Any) -> None:
@@ -40,4 +34,3 @@ def test_a_new_island_and_its_base_load_cap_are_written_in_one_transaction(
     made = operator.islands.put("i", new)
     assert db.epoch == writes + 1
     assert (made.nodes, made.base_load_cap) == (4, 3)
-    db.close()

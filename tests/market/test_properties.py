@@ -18,10 +18,9 @@ from burstmarket.market.model import Cluster, Island, Tranche
 from burstmarket.market.tick import TickInput, run_tick
 from burstmarket.store import Database
 from tests.conftest import examples
+from tests.constants import T0, USD
 from tests.market.test_tick import G, nodes
 
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 TICK_NS = 20 * 60 * NS_PER_S
 """20-minute ticks: a VM window (1 h) lapses every third tick."""
 LEDGER_UNITS_PER_USD = Decimal(3_600_000_000_000)

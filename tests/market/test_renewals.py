@@ -9,7 +9,8 @@ import pytest
 
 from burstmarket.clock import NS_PER_HOUR
 from burstmarket.market.model import SPEND_LIMIT
-from tests.market.test_holds import T0, USD, job, k8s, nodes, run
+from tests.constants import T0, USD
+from tests.market.test_holds import job, k8s, nodes, run
 
 
 def test_a_running_gang_whose_next_hour_does_not_fit_is_preempted_and_released(

@@ -10,10 +10,8 @@ import asyncio
 import logging
 import re
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +21,9 @@ from burstmarket.contract import CapacityDeclaration, IslandChange, NewAccount, 
 from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
 from burstmarket.scheduler import TickScheduler
-from burstmarket.settings import Settings
-from burstmarket.store import Database
+from tests.conftest import MakeMarket
+from tests.constants import T0
 
-T0 = 1_800_000_000 * NS_PER_S
 INTERVAL_S = 10.0
 INTERVAL_NS = 10 * NS_PER_S
 
@@ -70,10 +67,8 @@ class SlowTicks:
 
 
 @pytest.fixture
-def market(tmp_path: Path) -> Iterator[Market]:
-    settings = Settings(clock="manual", data_dir=tmp_path, tick_seconds=INTERVAL_S)
-    db = Database(settings.database_path)
-    market = Market(db, WallClock(T0), settings)
+def market(make_market: MakeMarket) -> Market:
+    market = make_market(WallClock(T0), tick_seconds=INTERVAL_S)
     operator = Operator(market)
     operator.islands.put("lt", IslandChange(8, 2, Decimal(1)))
     operator.accounts.create(NewAccount("acct", Decimal(1_000)))
@@ -81,8 +76,7 @@ def market(tmp_path: Path) -> Iterator[Market]:
     for name, price in (("a", 6), ("b", 5), ("c", 4)):
         operator.clusters.create(NewCluster("acct", "lt", "vm", name))
         asyncio.run(tenant.vm.declare(name, CapacityDeclaration(8, Decimal(price))))
-    yield market
-    db.close()
+    return market
 
 
 def ticks(market: Market) -> list[tuple[Any, ...]]:

@@ -8,37 +8,31 @@ import asyncio
 from decimal import Decimal
 from pathlib import Path
 
-from burstmarket.clock import NS_PER_S, ManualClock
+from burstmarket.clock import NS_PER_S
 from burstmarket.contract import CapacityDeclaration, NewAccount, NewCluster
 from burstmarket.market.desks import Operator, Tenant
-from burstmarket.market.market import Market
 from burstmarket.money import LEDGER_UNITS_PER_MICRO
 from burstmarket.settings import REFERENCE_ISLAND, IslandSpec, Settings
-from burstmarket.store import Database
-
-T0 = 1_800_000_000 * NS_PER_S
-USD = 1_000_000
+from tests.conftest import MakeMarket
+from tests.constants import USD
 
 
-def start(path: Path, first: IslandSpec | None, clock: ManualClock | None = None) -> Market:
-    settings = Settings(clock="manual", data_dir=path, first_island=first)
-    return Market(Database(settings.database_path), clock or ManualClock(T0), settings)
-
-
-def test_a_new_store_starts_with_the_configured_island_or_none(tmp_path: Path) -> None:
+def test_a_new_store_starts_with_the_configured_island_or_none(
+    make_market: MakeMarket, tmp_path: Path
+) -> None:
     assert Settings().first_island == REFERENCE_ISLAND
     small = IslandSpec("small", 4, 3, 2 * USD, '{"gpus": "4x test"}')
-    market = start(tmp_path / "a", small)
+    market = make_market(data_dir=tmp_path / "a", first_island=small)
     assert market.island_ids() == ["small"]
     (island,) = Operator(market).islands.islands()
     shown = (island.id, island.gpus_per_node, island.nodes, island.reserve_price, island.node_spec)
     assert shown == ("small", 4, 3, 2, {"gpus": "4x test"})
     market.db.close()
-    assert start(tmp_path / "b", None).island_ids() == []
+    assert make_market(data_dir=tmp_path / "b", first_island=None).island_ids() == []
 
 
-def test_a_store_with_islands_keeps_its_own_and_its_figures(tmp_path: Path) -> None:
-    market = start(tmp_path, IslandSpec("first", 8, 2, USD, None))
+def test_a_store_with_islands_keeps_its_own_and_its_figures(make_market: MakeMarket) -> None:
+    market = make_market(first_island=IslandSpec("first", 8, 2, USD, None))
     operator = Operator(market)
     operator.accounts.create(NewAccount("acct", Decimal(100)))
     token = operator.clusters.create(NewCluster("acct", "first", "vm", "c")).token
@@ -49,7 +43,7 @@ def test_a_store_with_islands_keeps_its_own_and_its_figures(tmp_path: Path) -> N
     last = market.figures.last("first")
     market.db.close()
 
-    again = start(tmp_path, REFERENCE_ISLAND, ManualClock(T0))
+    again = make_market(first_island=REFERENCE_ISLAND)  # a restart: a new clock at T0
     assert again.island_ids() == ["first"]  # the configured island is for a new store only
     assert again.cluster_for_token(token) == "c"
     assert (again.figures.balance("acct"), again.figures.rates("first")) == (balance, rates)
@@ -57,4 +51,3 @@ def test_a_store_with_islands_keeps_its_own_and_its_figures(tmp_path: Path) -> N
     # one node of 8 GPUs at the reserve, billed 10 s (10,000 ms) in advance
     assert balance == 100 * USD * LEDGER_UNITS_PER_MICRO - USD * 8 * 10_000
     assert rates == {"c": USD}
-    again.db.close()

@@ -34,8 +34,8 @@ from burstmarket.market.tables import (
 from burstmarket.settings import IslandSpec, Settings
 from burstmarket.store import Database, TableDriftError
 from burstmarket.store.rows import fetch, fetch_arrow
-
-T0 = 1_800_000_000 * 1_000_000_000
+from tests.conftest import MakeMarket
+from tests.constants import T0
 
 
 @pytest.fixture
@@ -136,14 +136,11 @@ def test_a_batch_schema_is_non_nullable_where_the_column_is_not_null() -> None:
     assert LEDGER.schema().field("ts").nullable is False  # Entry.at, stored as ts
 
 
-def test_a_batch_is_read_only_by_its_registered_name(tmp_path: Path) -> None:
+def test_a_batch_is_read_only_by_its_registered_name(make_market: MakeMarket) -> None:
     """The store turns DuckDB's replacement scan off: a whole market (an island, a tick) writes
     every batch by the name it registers, and a batch is there only for its own statement."""
-    settings = Settings(
-        clock="manual", data_dir=tmp_path, first_island=IslandSpec("solo", 8, 2, 1_000_000, None)
-    )
-    db = Database(settings.database_path)
-    market = Market(db, ManualClock(T0), settings)
+    market = make_market(first_island=IslandSpec("solo", 8, 2, 1_000_000, None))
+    db = market.db
     market.tick("solo")
     with db.read() as cur:
         assert cur.execute("SELECT count(*) FROM nodes WHERE island = 'solo'").fetchone() == (2,)
@@ -154,7 +151,6 @@ def test_a_batch_is_read_only_by_its_registered_name(tmp_path: Path) -> None:
     with pytest.raises(duckdb.InvalidInputException, match="new_ticks"), db.write() as cur:
         cur.execute("SELECT * FROM new_ticks")  # registered with the writer, empty after use
     market.tick("solo")  # and the next write registers it again, the failure rolled it back
-    db.close()
 
 
 def test_a_failing_batch_raises_its_own_error_and_leaves_the_store_writable(db: Database) -> None:

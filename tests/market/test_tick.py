@@ -10,10 +10,9 @@ from burstmarket.clock import NS_PER_HOUR, NS_PER_MS, NS_PER_S
 from burstmarket.market.model import Cluster, Island, Node, Tranche
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from tests.conftest import examples
+from tests.constants import T0, USD
 
 G = 8
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 INTERVAL = 600 * NS_PER_S
 
 

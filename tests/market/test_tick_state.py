@@ -24,10 +24,9 @@ from burstmarket.market.model import (
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput
 from tests.conftest import examples
+from tests.constants import T0, USD
 
 G = 8
-USD = 1_000_000
-T0 = 1_800_000_000 * NS_PER_S
 CLUSTERS = ("v", "k1", "k2")
 KINDS = {"v": "vm", "k1": "k8s", "k2": "k8s"}
 BLOCKS = {"k1": "k1-bl", "k2": "k2-bl"}

@@ -217,8 +217,8 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
                 event = await anyio.to_thread.run_sync(market.tick, island, at)
                 market.publish(event)
                 last[island] = event
-    shown = last[data.island or islands[0]].stats
-    return msgspec.convert({**shown, "islands": [last[i].stats for i in islands]}, TicksRun)
+    shown = msgspec.structs.asdict(last[data.island or islands[0]].stats)
+    return TicksRun(**shown, islands=[last[i].stats for i in islands])
 
 
 def admin_router(tokens: Tokens) -> Router:

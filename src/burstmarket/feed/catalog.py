@@ -1,22 +1,25 @@
-"""The published feeds, each declared once in `feeds/<name>.toml` (channel, SQL, fields, replay).
+"""The published feeds, each declared once in `feeds/<name>.toml` (channel, SQL, row, replay).
 
 The websocket channels, the REST endpoints, the replay queries and the AsyncAPI document are all
-built from these declarations, so publishing a new feed is a new TOML file plus its SQL file:
+built from these declarations, so publishing a new feed is a new TOML file, its SQL file and
+its row's Struct in contract.py (`FEED_ROWS`):
 
     name = "stats"                  # unique, lower-case
     channel = "stats:{island}"      # the websocket channel; `{island}` is the island id
     path = "/api/market/stats"      # REST: the latest row, `?island=` required
     sql = "feed_stats"              # sql/<name>.sql: rows (tick, time, *fields) for $island,
                                     #   $from_tick..$to_tick, ordered by tick
-    event = "stats"                 # optional: the TickCommitted attribute holding the live row;
-                                    #   without it the SQL is run for each committed tick
+    row = "TickStats"               # the contract's Struct of one row: island, tick, time, then
+                                    #   the keys of `data` in order, each field's JSON Schema
+                                    #   from its type (`row_schema`)
     replay_seconds = 3600           # how far back `from_tick` may reach
     description = "..."             # for the AsyncAPI document
-    [fields]                        # the keys of `data`, in order, each with its JSON Schema
-    vwap = { type = ["number", "null"] }
     [trim]                          # optional: `?<param>=n` keeps the first n items of <field>
     param = "max_nodes"
     field = "rungs"
+
+A tick's event carries the rows the tick computed (`TickCommitted.rows`); a feed whose row is
+not among them is read back from the store by its SQL after each tick (feed/feed.py).
 """
 
 from __future__ import annotations
@@ -27,10 +30,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import msgspec
+from msgspec import inspect
+
+from burstmarket.contract import FEED_ROWS, FeedRow
 from burstmarket.shipped import feed_files, sql
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 ISLAND_PLACEHOLDER = "{island}"
+ENVELOPE = tuple(FeedRow.__struct_fields__)
+"""The fields of every row outside its `data`: island, tick, time."""
+ROWS = {row.__name__: row for row in FEED_ROWS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +56,25 @@ class FeedSpec:
     """Channel pattern with one `{island}`, e.g. `stats:{island}`."""
     path: str
     sql: str
-    schema: dict[str, dict[str, Any]]
-    """JSON Schema of each key of `data`, in order."""
+    row: type[FeedRow]
     replay_seconds: int
     description: str = ""
-    event: str | None = None
     trim: Trim | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:
-        return tuple(self.schema)
+        """The keys of `data`, in order: the row's fields after the envelope."""
+        return self.row.__struct_fields__[len(ENVELOPE) :]
+
+    @property
+    def schema(self) -> dict[str, dict[str, Any]]:
+        """JSON Schema of each key of `data`, in order."""
+        return row_schema(self.row, self.fields)
+
+    def data(self, row: FeedRow) -> dict[str, Any]:
+        """A live row's `data` as JSON-ready values, the keys in order."""
+        built = msgspec.to_builtins(row)
+        return {field: built[field] for field in self.fields}
 
     def channel_for(self, island: str) -> str:
         return self.channel.replace(ISLAND_PLACEHOLDER, island)
@@ -69,6 +88,43 @@ class FeedSpec:
         return island or None
 
 
+def row_schema(row: type[msgspec.Struct], fields: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each of a Struct's `fields`: its type (a nullable scalar as a list of
+    types), the Meta's other keywords (`format`), its description; a list's `items`, an
+    object's `properties`."""
+    info = inspect.type_info(row)
+    assert isinstance(info, inspect.StructType)
+    return {field.name: _schema(field.type) for field in info.fields if field.name in fields}
+
+
+_TYPES = {
+    inspect.IntType: "integer",
+    inspect.FloatType: "number",
+    inspect.StrType: "string",
+    inspect.BoolType: "boolean",
+    inspect.NoneType: "null",
+}
+
+
+def _schema(kind: inspect.Type) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    while isinstance(kind, inspect.Metadata):  # the outermost Meta's keywords win
+        extra = {**(kind.extra_json_schema or {}), **extra}
+        kind = kind.type
+    keywords = {key: value for key, value in extra.items() if key != "description"}
+    if "description" in extra:
+        keywords["description"] = extra["description"]
+    if isinstance(kind, inspect.UnionType):
+        types = [_schema(member)["type"] for member in kind.types]
+        return {"type": types, **keywords}
+    if isinstance(kind, inspect.ListType):
+        return {"type": "array", **keywords, "items": _schema(kind.item_type)}
+    if isinstance(kind, inspect.StructType):
+        properties = {field.name: _schema(field.type) for field in kind.fields}
+        return {"type": "object", **keywords, "properties": properties}
+    return {"type": _TYPES[type(kind)], **keywords}
+
+
 def parse_spec(text: str, origin: str) -> FeedSpec:
     """One declaration; a malformed file is a packaging bug, so it raises with the file named."""
     raw = tomllib.loads(text)
@@ -79,13 +135,14 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
             channel=raw["channel"],
             path=raw["path"],
             sql=raw["sql"],
-            schema=dict(raw["fields"]),
+            row=ROWS[raw["row"]],
             replay_seconds=int(raw["replay_seconds"]),
             description=raw.get("description", ""),
-            event=raw.get("event"),
             trim=Trim(param=trim["param"], field=trim["field"]) if trim else None,
         )
     except KeyError as exc:
+        if "row" in raw and raw["row"] not in ROWS:
+            raise ValueError(f"{origin}: row must be one of {', '.join(ROWS)}") from exc
         raise ValueError(f"{origin}: missing key {exc}") from exc
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"{origin}: name must match {_NAME.pattern}")
@@ -93,8 +150,8 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
         raise ValueError(f"{origin}: channel must contain {ISLAND_PLACEHOLDER} exactly once")
     if spec.replay_seconds < 3600:
         raise ValueError(f"{origin}: replay_seconds must be at least 3600 (the last hour)")
-    if not spec.schema:
-        raise ValueError(f"{origin}: fields must name at least one key")
+    if not spec.fields:
+        raise ValueError(f"{origin}: the row must have a field past {', '.join(ENVELOPE)}")
     if spec.trim and spec.trim.field not in spec.fields:
         raise ValueError(f"{origin}: trim field {spec.trim.field!r} is not in fields")
     sql(spec.sql)  # a declaration naming a missing SQL file fails at load, not at first use
@@ -106,7 +163,7 @@ def load_catalog() -> tuple[FeedSpec, ...]:
     """Every `feeds/*.toml` shipped in the package, sorted by name."""
     specs = [parse_spec(text, f"feeds/{name}") for name, text in feed_files().items()]
     specs.sort(key=lambda spec: spec.name)
-    for attr in ("name", "channel", "path"):
+    for attr in ("name", "channel", "path", "row"):
         values = [getattr(spec, attr) for spec in specs]
         if len(set(values)) != len(values):
             raise ValueError(f"feeds/: duplicate {attr}")

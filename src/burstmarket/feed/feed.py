@@ -1,9 +1,10 @@
 """The market's feed: the feed service (feed/service.py) over the market's store, the series
 endpoint, the history exporter, and with `--bus` the publisher to the edges (feed/publisher.py).
 
-The store's tick calls `on_tick` on the event loop after each commit. The live row of every feed
-that names a TickCommitted attribute is published at once (encoded once, fanned out without
-awaiting anyone); feeds without one are read back from the store by one worker, in tick order.
+The store's tick calls `on_tick` on the event loop after each commit. The rows the tick carries
+(`TickCommitted.rows`, each of its feed's row type) are published at once (encoded once, fanned
+out without awaiting anyone); the other feeds' rows are read back from the store by one worker,
+in tick order.
 Every row published here goes to the bus too, when there is one.
 """
 
@@ -134,16 +135,14 @@ class Feed:
     def on_tick(self, event: TickCommitted) -> None:
         """Called on the event loop after a tick commits; never blocks, never awaits."""
         self.service.note(event.island, event.tick, event.time)
+        live = {type(row): row for row in event.rows}
         for spec in self.specs:
-            if spec.event is None:
+            row = live.get(spec.row)
+            if row is None:
                 self._sql_ticks.put_nowait((spec, event.island, event.tick))
                 continue
-            source = getattr(event, spec.event)
-            data = {field: source[field] for field in spec.fields}
-            self._publish(
-                spec,
-                Row(spec.channel_for(event.island), event.island, event.tick, event.time, data),
-            )
+            channel = spec.channel_for(event.island)
+            self._publish(spec, Row(channel, event.island, event.tick, event.time, spec.data(row)))
         if not self._settings.history_live:
             return  # no exporter runs (`simulate` writes its history at its end)
         due = self._history_due.get(event.island)
@@ -157,9 +156,9 @@ class Feed:
             self._publisher.offer(spec, row)
 
     async def _sql_feeds(self) -> None:
-        """Feeds without a TickCommitted attribute: read each committed tick back, in order.
-        A read the store refuses for a while (reopening after a failed checkpoint) is tried
-        again: the tick is committed, so its rows will be there."""
+        """Feeds whose row no tick carries: read each committed tick back, in order. A read
+        the store refuses for a while (reopening after a failed checkpoint) is tried again: the
+        tick is committed, so its rows will be there."""
         while True:
             spec, island, tick = await self._sql_ticks.get()
             while True:

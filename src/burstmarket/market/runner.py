@@ -23,7 +23,8 @@ from decimal import Decimal
 from time import perf_counter
 
 from burstmarket.clearing_json import render_published_ladder, render_stats
-from burstmarket.clock import NS_PER_MS, Clock, rfc3339, to_datetime
+from burstmarket.clock import NS_PER_MS, Clock, to_datetime
+from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
 from burstmarket.market.figures import Figures, LastTick
 from burstmarket.market.hot import Hot
@@ -236,28 +237,27 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
 
 
 def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
-    island, tick, time = inp.island.id, inp.tick, rfc3339(inp.time)
-    stats = out.clearing.stats
+    island, tick, time = inp.island.id, inp.tick, to_datetime(inp.time)
     reserve = usd(inp.island.reserve_price)
     return TickCommitted(
         island=island,
         tick=tick,
-        time=to_datetime(inp.time),
-        stats={
-            "island": island,
-            "tick": tick,
-            "time": time,
-            **render_stats(stats),
-            "pending_gpus": out.pending_gpus,
-            "reserve_price": reserve,
-        },
-        ladder={
-            "island": island,
-            "tick": tick,
-            "time": time,
-            "reserve_price": reserve,
-            "rungs": render_published_ladder(out.ladder),
-        },
+        time=time,
+        stats=TickStats(
+            island=island,
+            tick=tick,
+            time=time,
+            **render_stats(out.clearing.stats),
+            pending_gpus=out.pending_gpus,
+            reserve_price=reserve,
+        ),
+        ladder=LadderView(
+            island=island,
+            tick=tick,
+            time=time,
+            reserve_price=reserve,
+            rungs=render_published_ladder(out.ladder),
+        ),
         durations=durations,
     )
 
