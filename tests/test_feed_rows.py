@@ -5,27 +5,34 @@ store reads back for that tick, key for key; a declaration naming no row type is
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 
 import pytest
 
 from burstmarket.clock import NS_PER_S
-from burstmarket.contract import LadderView, RatesView, TickStats
+from burstmarket.contract import (
+    CapacityDeclaration,
+    IslandChange,
+    LadderView,
+    NewAccount,
+    NewCluster,
+    RatesView,
+    TickStats,
+)
 from burstmarket.feed.catalog import load_catalog, parse_spec
 from burstmarket.feed.reader import FeedReader
+from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
-from burstmarket.market.operator import Operator
-from burstmarket.market.tenant import Tenant
-from tests.constants import USD
 
 G = 8
 
 
 def test_a_tick_publishes_live_what_the_store_reads_back(market: Market) -> None:
     operator = Operator(market)
-    operator.put_island("rows", G, 3, 2 * USD, None, False)
-    operator.create_account("acct", 1_000 * USD)
-    operator.create_cluster("acct", "rows", "vm", "a")
-    asyncio.run(Tenant(market).declare_vm("a", 2 * G, 3 * USD, []))
+    operator.islands.put("rows", IslandChange(G, 3, Decimal(2)))
+    operator.accounts.create(NewAccount("acct", Decimal(1_000)))
+    operator.clusters.create(NewCluster("acct", "rows", "vm", "a"))
+    asyncio.run(Tenant(market).vm.declare("a", CapacityDeclaration(2 * G, Decimal(3))))
     for _ in range(2):  # the second tick's ladder has rungs the first grant's windows hold
         market.clock.advance(10 * NS_PER_S)  # type: ignore[attr-defined]
         event = market.tick("rows")
