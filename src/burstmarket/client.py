@@ -123,7 +123,8 @@ class Rung(msgspec.Struct, frozen=True):
     """None: contestable now (a declaration competes for it at the next tick); else the earliest
     time enough protection windows end for it to be."""
     reason: str | None = None
-    """Why it cannot be contested now, in words; None when it can."""
+    """Why it cannot be contested now, as a code (`windows-hold`: protection windows hold its
+    nodes until `contestable_at`); None when it can."""
 
     @property
     def contestable_now(self) -> bool:

@@ -24,6 +24,9 @@ NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
 """A node as the operator's node list shows it."""
 PendingReason = Literal["spend-limit", "billing-hold"]
 """Why a cluster's demand is held back (also the refusal codes it is logged with)."""
+LadderReason = Literal["windows-hold"]
+"""Why a public ladder rung cannot be contested now: protection windows hold its nodes until
+its `contestable_at` (docs/api.md "Market data")."""
 BillingKind = Literal["market", "base_load"]
 """A billing row's: bought in the market or a base load block."""
 LedgerKind = Literal[

@@ -213,7 +213,7 @@ GARBAGE: list[tuple[Any, str, str]] = [
     ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": -5}, "invalid", "from_tick"),
     ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": 10**9}, "invalid", "from_tick"),
     ({"op": "subscribe", "channels": ["nonsense"]}, "invalid", "channels"),
-    ({"op": "subscribe", "channels": ["stats:no-such-island"]}, "not-found", ""),
+    ({"op": "subscribe", "channels": ["stats:no-such-island"]}, "unknown-island", ""),
     ({"op": "launch"}, "invalid", "op"),
     ("{" * 10_000, "invalid", "frame"),
 ]

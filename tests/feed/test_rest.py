@@ -53,10 +53,10 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
     ("path", "params", "status", "code", "field"),
     [
         ("/api/market/stats", {}, 422, "invalid", "island"),
-        ("/api/market/stats", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/stats", {"island": "atlantis"}, 404, "unknown-island", None),
         ("/api/market/ladder", {"island": "east", "max_nodes": "two"}, 422, "invalid", "max_nodes"),
         ("/api/market/ladder", {"island": "east", "max_nodes": "-1"}, 422, "invalid", "max_nodes"),
-        ("/api/market/series", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/series", {"island": "atlantis"}, 404, "unknown-island", None),
         ("/api/market/series", {"island": "east", "interval": "2m"}, 422, "invalid", "interval"),
         ("/api/market/series", {"island": "east", "format": "xml"}, 422, "invalid", "format"),
         ("/api/market/series", {"island": "east", "limit": "0"}, 422, "invalid", "limit"),

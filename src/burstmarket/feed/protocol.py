@@ -5,7 +5,7 @@ nesting.py allows) becomes `Invalid` with the offending field named; the connect
 with an `error` message and stays open.
 
 Every frame may carry an `id` the client chose (a short string or an integer); the answer to
-the frame (`subscribed`, `unsubscribed`, `pong` or `error`) carries it back.
+the frame (`subscribed`, `unsubscribed`, `pong`, `snapshot` or `error`) carries it back.
 """
 
 from __future__ import annotations
@@ -49,11 +49,18 @@ class Unsubscribe(_Frame, tag="unsubscribe", kw_only=True):
     channels: Channels
 
 
+class Snapshot(_Frame, tag="snapshot", kw_only=True):
+    """The latest tick of channels the connection is subscribed to, whole (a client that
+    lost track of a ladder's changes rebuilds it from this)."""
+
+    channels: Channels
+
+
 class Ping(_Frame, tag="ping"):
     pass
 
 
-ClientFrame = Subscribe | Unsubscribe | Ping
+ClientFrame = Subscribe | Unsubscribe | Snapshot | Ping
 
 
 class _Id(msgspec.Struct):

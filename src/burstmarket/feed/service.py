@@ -13,6 +13,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Annotated, Any, Protocol, cast
 
 import msgspec
@@ -22,7 +23,7 @@ from litestar.params import QueryParameter
 
 from burstmarket import metrics
 from burstmarket.apidoc import MARKET_DATA, documented, refusals
-from burstmarket.errors import Invalid, MarketError, NotFound
+from burstmarket.errors import Invalid, MarketError, NotTickedYet, UnknownIsland, echo
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document, servers
 from burstmarket.feed.catalog import FeedSpec, load_catalog
 from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
@@ -34,7 +35,15 @@ from burstmarket.feed.messages import (
     reply_frame,
     rfc3339,
 )
-from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame, request_id
+from burstmarket.feed.protocol import (
+    ClientFrame,
+    Ping,
+    Snapshot,
+    Subscribe,
+    Unsubscribe,
+    parse_frame,
+    request_id,
+)
 from burstmarket.feed.wire import wire_of
 from burstmarket.market.refusals import log_refusal
 
@@ -53,6 +62,10 @@ class Source(Protocol):
 
     async def replay_floor(self, spec: FeedSpec, island: str, latest: Row) -> int:
         """The oldest tick `from_tick` may name now that `latest` is the newest."""
+        ...
+
+    async def exists(self, island: str) -> bool:
+        """Whether the island exists (asked only of an island that has not ticked here)."""
         ...
 
 
@@ -79,6 +92,7 @@ class FeedService:
     def __init__(self, source: Source, options: FeedOptions) -> None:
         self.options = options
         self.specs = load_catalog()
+        self._deltas = {spec.name: spec.delta for spec in self.specs if spec.delta is not None}
         self._source = source
         self._hub = Hub()
         self.islands: dict[str, tuple[int, datetime]] = {}
@@ -116,8 +130,14 @@ class FeedService:
         if known is None or tick > known[0]:
             self.islands[island] = (tick, time)
 
-    def publish(self, row: Row) -> None:
-        """A channel's new tick, to every subscriber of it; on the event loop, never waits."""
+    def publish(self, row: Row, spec: FeedSpec) -> None:
+        """A channel's new tick, to every subscriber of it; on the event loop, never waits. A
+        feed with a delta sends it as the change since the channel's tick before, when that
+        tick is the one known here (else whole: the first tick after a start)."""
+        delta = self._deltas.get(spec.name)
+        before = self._hub.latest.get(row.channel)
+        if delta is not None and before is not None:
+            row.follow(delta, before)
         self._hub.publish(row)
 
     async def _beat(self) -> None:
@@ -141,31 +161,35 @@ class FeedService:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def island(self, island: str | None) -> tuple[int, datetime]:
+    async def island(self, island: str | None) -> tuple[int, datetime]:
+        """The island's latest tick and its time; refused `unknown-island` for an island that
+        does not exist (a mistyped id), `not-ticked-yet` for one that has no tick yet."""
         if not island:
             raise Invalid("island", "is required")
         known = self.islands.get(island)
-        if known is None:
-            raise NotFound(f"no island {island!r} has ticked", island=island)
-        return known
+        if known is not None:
+            return known
+        if await self._source.exists(island):
+            raise NotTickedYet(f"island {island!r} has not ticked yet", island=island)
+        raise UnknownIsland(f"there is no island {island!r}", island=island)
 
     async def latest(self, spec: FeedSpec, island: str) -> Row:
         """The newest row of a feed for one island: from memory, else from the source once."""
-        tick, _ = self.island(island)
+        tick, _ = await self.island(island)
         row = self._hub.latest.get(spec.channel_for(island))
         if row is not None:
             return row
         rows = await self._source.rows(spec, island, tick, tick)
         if not rows:
-            raise NotFound(f"no {spec.name} for island {island!r} yet", island=island)
+            raise NotTickedYet(f"no {spec.name} for island {island!r} yet", island=island)
         return self._hub.remember(rows[0])
 
-    def resolve(self, channel: str) -> tuple[FeedSpec, str]:
+    async def resolve(self, channel: str) -> tuple[FeedSpec, str]:
         """The feed and island a channel names (the island must have ticked)."""
         for spec in self.specs:
             island = spec.island_of(channel)
             if island is not None:
-                self.island(island)
+                await self.island(island)
                 return spec, island
         names = ", ".join(spec.channel for spec in self.specs)
         raise Invalid(
@@ -230,34 +254,67 @@ class FeedService:
             subscriber.offer(reply_frame("pong", frame.id, time=rfc3339(datetime.now(UTC))))
         elif isinstance(frame, Subscribe):
             await self._subscribe(subscriber, frame)
+        elif isinstance(frame, Snapshot):
+            self._snapshot(subscriber, frame)
         else:
-            channels = list(dict.fromkeys(frame.channels))
-            for channel in channels:
-                self._hub.leave(subscriber, channel)
-            subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
+            self._unsubscribe(subscriber, frame)
+
+    def _unsubscribe(self, subscriber: Subscriber, frame: Unsubscribe) -> None:
+        channels = list(dict.fromkeys(frame.channels))
+        for channel in channels:
+            self._hub.leave(subscriber, channel)
+        subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
-        """All channels or none: every channel and `from_tick` is checked before joining. A
-        channel subscribed again is started again (its replay replaced, never added)."""
-        channels = list(dict.fromkeys(frame.channels))
-        targets = [(channel, *self.resolve(channel)) for channel in channels]
-        for _, spec, island in targets:
-            latest = await self.latest(spec, island)
-            if frame.from_tick is not None:
-                await self._check_from_tick(spec, island, latest, frame.from_tick)
-        if subscriber.closed:
+        """Each channel on its own (as Coinbase does): one `error` naming each channel refused
+        (and one REFUSED line), then one `subscribed` listing those joined, if any. A channel
+        subscribed again is started again (its replay replaced, never added)."""
+        joining = []
+        for channel in dict.fromkeys(frame.channels):
+            try:
+                spec, island = await self.resolve(channel)
+                latest = await self.latest(spec, island)
+                if frame.from_tick is not None:
+                    await self._check_from_tick(spec, island, latest, frame.from_tick)
+            except MarketError as error:
+                error.figures.setdefault("channel", echo(channel))
+                self._refuse(subscriber, error, frame.id)
+                continue
+            joining.append(channel)
+        if subscriber.closed or not joining:
             return
-        for channel, _, _ in targets:
+        for channel in joining:
             self._hub.join(subscriber, channel)
-        subscriber.offer(reply_frame("subscribed", frame.id, channels=channels))
-        for channel, _, _ in targets:
+        subscriber.offer(reply_frame("subscribed", frame.id, channels=joining))
+        for channel in joining:
             subscriber.start(self._hub.latest[channel], frame.from_tick)
 
+    def _snapshot(self, subscriber: Subscriber, frame: Snapshot) -> None:
+        """The latest tick of each channel asked for, whole, as a `snapshot` carrying the
+        frame's `id`; the channel's updates go on from it (a replay under way ends there). A
+        channel the connection is not subscribed to is refused, each with its own error."""
+        for channel in dict.fromkeys(frame.channels):
+            if channel not in subscriber.channels:
+                error = Invalid("channels", f"not subscribed to {channel!r}", channel=channel)
+                self._refuse(subscriber, error, frame.id)
+                continue
+            latest = self._hub.latest[channel]
+            subscriber.start(latest, None, latest.snapshot_for(frame.id))
+
     async def _read_replay(self, channel: str, from_tick: int, to_tick: int) -> list[Row]:
-        """One chunk of a replay; few at once, so replays never crowd out other readers."""
-        spec, island = self.resolve(channel)
+        """One chunk of a replay; few at once, so replays never crowd out other readers. A feed
+        with a delta reads the tick before the chunk too, so that each replayed update is the
+        change since the tick before it (the replay's first update goes whole: feed/hub.py)."""
+        spec, island = await self.resolve(channel)
+        delta = spec.delta
+        first = from_tick - 1 if delta is not None and from_tick > 0 else from_tick
         async with self._replay_reads:
-            return await self._source.rows(spec, island, from_tick, to_tick)
+            rows = await self._source.rows(spec, island, first, to_tick)
+        if delta is None:
+            return rows
+        for before, row in pairwise(rows):
+            row.follow(delta, before)
+        return [row for row in rows if row.tick >= from_tick]
 
     async def _check_from_tick(self, spec: FeedSpec, island: str, latest: Row, tick: int) -> None:
         newest, _ = self.islands[island]
@@ -305,7 +362,7 @@ class FeedService:
             name=f"market-{spec.name}",
             summary=f"Latest {spec.name}",
             description=spec.description,
-            responses=refusals(Invalid, NotFound),
+            responses=refusals(Invalid, UnknownIsland, NotTickedYet),
             tags=[MARKET_DATA],
             operation_class=documented(answer=_answer(spec)),
         )(handler if trim is None else trimmed)
@@ -316,7 +373,8 @@ class FeedService:
         async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
             host = request.headers.get("host") or request.url.netloc
             secure = request.url.scheme == "https"
-            body = msgspec.json.encode({**document, "servers": servers(host, secure)})
+            found = servers(host, self.options.ws_path, secure)
+            body = msgspec.json.encode({**document, "servers": found})
             return Response(body, media_type=_JSON)
 
         return get(
