@@ -198,12 +198,19 @@ def test_series_reads_history_and_live_rows_without_counting_twice(
 def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) -> None:
     doc = get(server, "/schema/asyncapi.json").json()
     assert doc["asyncapi"] == "3.0.0"
-    channel = doc["channels"]["market"]
-    assert channel["address"] == "/ws/market"
+    assert doc["channels"]["market"]["address"] == "/ws/market"
     for name in ("stats", "ladder", "rates"):
-        update = channel["messages"][f"update_{name}"]["payload"]
+        channel = doc["channels"][name]
+        assert channel["address"] == f"{name}:{{island}}"
+        assert set(channel["parameters"]) == {"island"}
+        update = channel["messages"]["update"]["payload"]
         assert update["properties"]["channel"]["pattern"] == f"^{name}:.+$"
-    stats = channel["messages"]["snapshot_stats"]["payload"]["properties"]["data"]
+        sent = doc["operations"][f"{name}Ticks"]["messages"]
+        assert [m["$ref"] for m in sent] == [
+            f"#/channels/{name}/messages/snapshot",
+            f"#/channels/{name}/messages/update",
+        ]
+    stats = doc["channels"]["stats"]["messages"]["snapshot"]["payload"]["properties"]["data"]
     assert list(stats["properties"]) == [
         "vwap",
         "min",
@@ -214,4 +221,4 @@ def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) 
         "reserve_price",
     ]
     sent = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["serverSends"]["messages"]}
-    assert {"subscribed", "error", "heartbeat", "update_ladder"} <= sent
+    assert {"subscribed", "error", "heartbeat"} <= sent
