@@ -83,9 +83,7 @@ def channel_of(document: dict[str, Any], name: str) -> str | None:
     found = [
         key
         for key, channel in document["channels"].items()
-        if re.fullmatch(
-            re.sub(r"\\\{(\w+)\\\}", "[^:]+", re.escape(channel["address"])), name
-        )
+        if re.fullmatch(re.sub(r"\\\{(\w+)\\\}", "[^:]+", re.escape(channel["address"])), name)
         and channel.get("parameters")
     ]
     assert len(found) <= 1, found

@@ -131,6 +131,17 @@ def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
     return events
 
 
+def test_series_csv_spells_booleans_as_json_does_under_one_charset(server: FeedServer) -> None:
+    run_market(server, 40)
+    params = {"island": "east", "interval": "1m", "start": "2025-03-31T23:00:00Z"}
+    candles = get(server, "/api/market/series", **params).json()
+    response = get(server, "/api/market/series", **params, format="csv")
+    assert response.headers["content-type"] == "text/csv; charset=utf-8"
+    closed = [row["closed"] for row in csv.DictReader(io.StringIO(response.text))]
+    assert closed == ["true" if candle["closed"] else "false" for candle in candles]
+    assert set(closed) == {"true", "false"}  # the latest bucket is still open
+
+
 def test_series_candles_as_json_csv_and_arrow(server: FeedServer) -> None:
     events = run_market(server, 40)
     expected = expected_candles(events, 60)

@@ -389,7 +389,11 @@ def test_request_ids_are_echoed_on_every_answer(server: FeedServer) -> None:
             )
         send(ws, {"op": "subscribe", "channels": ["stats:atlantis"], "id": "far"})
         error = recv(ws)
-        assert (error["error"], error["island"], error["id"]) == ("unknown-island", "atlantis", "far")
+        assert (error["error"], error["island"], error["id"]) == (
+            "unknown-island",
+            "atlantis",
+            "far",
+        )
         # An id that is not one (too long, too big, a float, a list) is itself the fault.
         for bad in ("x" * 65, 2**53, 1.5, [1], {"a": 1}, True):
             send(ws, {"op": "ping", "id": bad})
