@@ -16,8 +16,16 @@ from typing import Any
 from websockets.sync.client import ClientConnection, connect
 
 from tests.conftest import Server, StartServer
-from tests.e2e.feed_client import recv, recv_past_heartbeats, send, subscribe, ws_url
+from tests.e2e.feed_client import (
+    apply_ladder,
+    recv,
+    recv_past_heartbeats,
+    send,
+    subscribe,
+    ws_url,
+)
 from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.test_ladder import ladder as rest_ladder
 
 AHEAD_SECONDS = 60
 
@@ -94,22 +102,6 @@ def test_a_mistyped_island_is_unknown_apart_from_one_that_has_not_ticked(
             assert (error["error"], error["island"]) == (code, island)
 
 
-def apply(ladder: list[dict[str, Any]], update: dict[str, Any]) -> list[dict[str, Any]]:
-    """A subscriber's ladder after an `update` (docs/api.md "The feed"): whole when it carries
-    `rungs`, else the old rungs less `removed`, with `changed` put in by node count."""
-    data = update["data"]
-    if "rungs" in data:
-        return list(data["rungs"])
-    rungs = {rung["nodes"]: rung for rung in ladder if rung["nodes"] not in data["removed"]}
-    rungs.update((rung["nodes"], rung) for rung in data["changed"])
-    return [rungs[nodes] for nodes in sorted(rungs)]
-
-
-def rest_ladder(server: Server, island: str) -> dict[str, Any]:
-    answer: dict[str, Any] = ok(server.client.get("/api/market/ladder", params={"island": island}))
-    return answer
-
-
 def next_update(ws: ClientConnection, channel: str) -> dict[str, Any]:
     message = recv_past_heartbeats(ws)
     assert (message["type"], message["channel"]) == ("update", channel), message
@@ -154,7 +146,7 @@ def test_the_ladder_rebuilt_from_its_snapshot_and_changes_is_the_rest_ladder_eve
             assert (update["type"], update["channel"]) == ("update", channel)
             assert "rungs" not in update["data"], "a live update follows the tick before"
             change_sizes.append(len(raw))
-            ladder = apply(ladder, update)
+            ladder = apply_ladder(ladder, update)
             rest = rest_ladder(server, "lad")
             assert rest["tick"] == update["tick"]
             assert ladder == rest["rungs"], update["tick"]
@@ -175,10 +167,10 @@ def test_the_ladder_rebuilt_from_its_snapshot_and_changes_is_the_rest_ladder_eve
                 assert "rungs" in first["data"]
                 rebuilt = first["data"]["rungs"]
                 for _ in range(3):
-                    rebuilt = apply(rebuilt, next_update(late, channel))
+                    rebuilt = apply_ladder(rebuilt, next_update(late, channel))
                 assert rebuilt == ladder
             if number > 10:
-                rebuilt = apply(rebuilt, next_update(late, channel))
+                rebuilt = apply_ladder(rebuilt, next_update(late, channel))
                 assert rebuilt == ladder
             if number == 20:
                 # On request, the whole ladder again, answering the frame's id.

@@ -297,8 +297,12 @@ def test_heartbeat_after_the_quiet_interval(market: MarketDB, tmp_path: Path) ->
 def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
     market: MarketDB, tmp_path: Path
 ) -> None:
-    # Big ladders (3,000 rungs, ~200 kB a message) fill the socket buffers in a few ticks.
-    ladder = [f"{2 + n / 10_000:.4f}" for n in range(3000)]
+    # Big ladders (3,000 rungs, ~200 kB a message, every rung's price moving each tick, so
+    # each update carries them all) fill the socket buffers in a few ticks.
+    def ladder_at(tick: int) -> list[str]:
+        return [f"{2 + tick / 100 + n / 10_000:.4f}" for n in range(3000)]
+
+    ladder = ladder_at(1)
     options = FeedOptions(backlog=4, close_timeout=60)
     with FeedServer(market, tmp_path, options) as server:
         server.tick("east", 1, ladder=ladder)
@@ -310,7 +314,7 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             assert recv(fast)["tick"] == 1
             # The slow client reads nothing while 49 ticks go by; the fast one gets every one.
             for tick in range(2, 51):
-                server.tick("east", tick, ladder=ladder)
+                server.tick("east", tick, ladder=ladder_at(tick))
                 update = recv(fast)
                 assert (update["type"], update["tick"]) == ("update", tick)
             # Now the slow one reads what was on its way: a gap-free prefix, then 4008.
@@ -330,18 +334,15 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             # The fast one is still served after the slow one is gone.
             server.tick("east", 51, ladder=ladder[:1])
             update = recv(fast)
-            assert (update["tick"], update["data"]["rungs"]) == (
-                51,
-                [
-                    {
-                        "nodes": 1,
-                        "gpus": 8,
-                        "price_per_gpu_hour": 2.0,
-                        "contestable_at": None,
-                        "reason": None,
-                    }
-                ],
-            )
+            rung = {
+                "nodes": 1,
+                "gpus": 8,
+                "price_per_gpu_hour": 2.01,
+                "contestable_at": None,
+                "reason": None,
+            }
+            assert (update["tick"], update["data"]["changed"]) == (51, [rung])
+            assert update["data"]["removed"] == list(range(2, 3001))
 
 
 def test_a_server_without_the_feed_wire_refuses_websockets(
