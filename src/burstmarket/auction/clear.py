@@ -22,6 +22,7 @@ from burstmarket.auction.types import (
     Clearing,
     ClusterClearing,
     IslandInput,
+    Level,
     Protected,
     Rung,
     Stats,
@@ -169,7 +170,8 @@ def _payments(
         entering, leaving = none, none
         if k:
             entering, leaving = tracer.displaced(c, k, int(won_value[c]), int(without[row[c], 0]))
-        protected, capped, protected_displaced = 0, False, ()
+        protected, capped = 0, False
+        protected_displaced: tuple[Level, ...] = ()
         if p:
             displaced = int(without[row[c], 1] - without[row[c], 0])
             protected = min(int(protected_cap[c]), reserve * p * g + displaced)

@@ -68,7 +68,14 @@ class Tracer:
         return self._traced(self.cluster != c, self.supply)
 
     def protected(
-        self, c: int, won_nodes: int, entering: Ints, leaving: Ints, more: int, without: int, at: int
+        self,
+        c: int,
+        won_nodes: int,
+        entering: Ints,
+        leaving: Ints,
+        more: int,
+        without: int,
+        at: int,
     ) -> tuple[Ints, Ints]:
         """What `more` protected nodes of cluster c keep out: units the others would add (and
         those they would drop) going from V(S, c̄) (reached by `entering`, `leaving`, value
@@ -114,7 +121,8 @@ class Tracer:
         if not len(pool) or room <= 0:
             return np.empty(0, dtype=np.int64)
         found = optima(self.sizes[pool], self.values[pool], room).decide(room, [])
-        return pool[np.asarray(found.chosen, dtype=np.bool_)]
+        taken_now: Ints = pool[np.asarray(found.chosen, dtype=np.bool_)]
+        return taken_now
 
     def _traced(self, kept: Mask, capacity: int) -> tuple[Ints, Ints]:
         """The best allocation of the `kept` units on `capacity` nodes against the chosen one."""
