@@ -56,6 +56,12 @@ class Tracer:
         singles = np.bincount(cluster[losing][sizes[losing] == 1], minlength=1)
         keep = ~dominated(sizes[losing], values[losing], 2 * reach + int(singles.max()))
         self.pool = losing[keep]
+        # VM demand is single nodes: a pool of singles is best taken greedily, value first
+        # (then age, as the units are in age order), with no knapsack to run per cluster
+        self.singles: list[int] | None = None
+        if bool(np.all(sizes[self.pool] == 1)):
+            ranked = self.pool[np.argsort(-values[self.pool], kind="stable")]
+            self.singles = ranked.tolist()
         self._coalitions: dict[bytes, Coalition] = {}
 
     def displaced(self, c: int, won_nodes: int, won_value: int, without: int) -> tuple[Ints, Ints]:
@@ -116,6 +122,11 @@ class Tracer:
 
     def _best_in(self, c: int, room: int, taken: Ints) -> Ints:
         """The best losing units of clusters other than c on `room` nodes, `taken` aside."""
+        if self.singles is not None:
+            aside = set(taken.tolist())
+            own = self.cluster
+            best = [i for i in self.singles if own[i] != c and i not in aside][: max(room, 0)]
+            return np.array(best, dtype=np.int64)
         pool = self.pool[(self.cluster[self.pool] != c) & (self.sizes[self.pool] <= room)]
         pool = pool[~np.isin(pool, taken)]
         if not len(pool) or room <= 0:
