@@ -206,6 +206,26 @@ class SpendLimit(msgspec.Struct, frozen=True):
     spent_usd: Decimal
     committed_usd: Decimal
     left_usd: Decimal | None
+    """Never negative; None with no limit."""
+    over_by_usd: Decimal | None = None
+    """How far spent and committed stand over a limit lowered under them: no new commitment
+    is made while it is above 0."""
+
+
+class OwnAccount(msgspec.Struct, frozen=True):
+    """The account as this cluster reads it: the account's balance, base load money, billing
+    hold, rate and runway, and this cluster's spend window."""
+
+    account: str
+    balance_usd: Decimal
+    deposit_held_usd: Decimal
+    owed_usd: Decimal
+    owed_by: datetime | None
+    billing_hold_since: datetime | None
+    spent_24h_usd: Decimal
+    committed_usd: Decimal
+    rate_usd_per_hour: Decimal
+    runway_hours: float | None
 
 
 class BillingRow(msgspec.Struct, frozen=True):
@@ -216,6 +236,53 @@ class BillingRow(msgspec.Struct, frozen=True):
     kind: BillingKind
     amount_units: int = 0
     """The exact ledger sum (µUSD-per-hour × ms)."""
+
+
+class PriceLevel(msgspec.Struct, frozen=True):
+    """Other clusters' demand at one price, never who: negative nodes would give way."""
+
+    price: Decimal
+    nodes: int
+
+
+class CoreAddition(msgspec.Struct, frozen=True):
+    coalition: list[PriceLevel]
+    value: Decimal
+    """USD per hour over the reserve the coalition offers."""
+
+
+class ReceiptParts(msgspec.Struct, frozen=True):
+    reserve: Decimal
+    displaced: Decimal
+    core: Decimal
+    protected: Decimal
+
+
+class ReceiptUnits(msgspec.Struct, frozen=True):
+    reserve: int
+    displaced: int
+    core: int
+    protected: int
+
+
+class Receipt(msgspec.Struct, frozen=True):
+    """Why a tick billed the cluster what it did for its market nodes (docs/api.md)."""
+
+    tick: int
+    time: datetime
+    nodes: int
+    gpus: int
+    rate: Decimal
+    amount_usd: Decimal
+    amount_units: int
+    parts: ReceiptParts
+    """USD, adding up to `amount_usd`."""
+    parts_units: ReceiptUnits
+    """Exact, adding up to `amount_units`."""
+    displaced: list[PriceLevel]
+    core: CoreAddition | None
+    protected_displaced: list[PriceLevel]
+    capped: bool
 
 
 class Receivable(msgspec.Struct, frozen=True):
@@ -647,11 +714,30 @@ class _Tenant(_Market):
         return one(Call("GET", "/api/spend-limit", SpendLimit))
 
     @endpoint
+    def account(self) -> Flow[OwnAccount]:
+        """The account's money: balance, deposits held, owed by wire, billing hold, rate and
+        runway, with this cluster's spend window."""
+        return one(Call("GET", "/api/account", OwnAccount))
+
+    @endpoint
     def billing(
         self, start: str | None = None, end: str | None = None, granularity: str = "1h"
     ) -> Flow[list[BillingRow]]:
         params = {"start": start, "end": end, "granularity": granularity}
         return one(Call("GET", "/api/billing", list[BillingRow], params=params))
+
+    @endpoint
+    def receipts(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        tick: int | None = None,
+        limit: int | None = None,
+    ) -> Flow[list[Receipt]]:
+        """Why each tick billed what it did: of `tick`, or of the ticks from `start` to `end`
+        (RFC 3339), the newest `limit` (the server's default: 1,000), oldest first."""
+        params = {"start": start, "end": end, "tick": tick, "limit": limit}
+        return one(Call("GET", "/api/receipts", list[Receipt], params=params))
 
 
 class _Operator(_Market):
