@@ -154,7 +154,7 @@ def test_the_document_describes_itself_and_names_operations_in_one_style(tmp_pat
         for method, operation in operations.items():
             assert operation["operationId"] == method + tail, (method, path)
             ids.append(operation["operationId"])
-    assert len(set(ids)) == len(ids) == 37
+    assert len(set(ids)) == len(ids)
     assert "getMarketStats" in ids
     assert "getCluster" in ids
 
