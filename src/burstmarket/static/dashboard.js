@@ -115,7 +115,7 @@ function when(rung, tickTime) {
 }
 
 function onLadder(state, time, data) {
-  const rungs = data.rungs || [];
+  const rungs = (state.rungs = ladderAfter(state.rungs, data));
   const top = Math.max(...rungs.map((r) => r.price_per_gpu_hour), 0.0001);
   const shown = rungs.filter((r) => LADDER_ROWS.includes(r.nodes) || r === rungs[rungs.length - 1]);
   const body = state.node.querySelector("table.ladder tbody");
@@ -132,7 +132,7 @@ function onLadder(state, time, data) {
   }
   body.replaceChildren(...shown.map((r) => {
     const tr = row([r.nodes, r.gpus, fmt(r.price_per_gpu_hour), when(r, time), ""]);
-    if (r.reason) { tr.title = r.reason; tr.className = "later"; }
+    if (r.reason) { tr.title = LADDER_REASONS[r.reason] || r.reason; tr.className = "later"; }
     const bar = document.createElement("i");
     bar.style.width = `${(100 * r.price_per_gpu_hour) / top}%`;
     tr.lastChild.className = "barcell";

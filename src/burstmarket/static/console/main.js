@@ -160,7 +160,7 @@ function subscribe() {
 function onMessage(message) {
   if (message.type === "snapshot" || message.type === "update") {
     if (message.channel.startsWith("ladder:")) {
-      ladder = message.data.rungs || [];
+      ladder = ladderAfter(ladder, message.data);
       showLadder();
       return;
     }
@@ -172,7 +172,7 @@ function onMessage(message) {
     }
     setStatus("live", `live · tick ${lastTick} at ${time(lastTime)}`);
     if (fresh) refresh();
-  } else if (message.type === "error" && message.error === "not-found") {
+  } else if (message.type === "error" && message.error === "not-ticked-yet") {
     // the island has not ticked yet: ask again shortly
     setStatus("waiting", "waiting for the island's first tick…");
     setTimeout(() => { if (socket && socket.readyState === WebSocket.OPEN) subscribe(); }, 2000);
