@@ -216,7 +216,9 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     same_day = ends.date() == datetime.fromisoformat(held["time"]).date()
     shown_at = f"{ends:%H:%M}" if same_day else f"{ends:%m-%d %H:%M}"
     assert row.locator("td").nth(3).inner_text() == f"from {shown_at}"
-    assert row.get_attribute("title") == rung["reason"]
+    # the rung's reason, a code (`windows-hold`), in words
+    assert rung["reason"] == "windows-hold"
+    assert row.get_attribute("title") == "protection windows hold these nodes until then"
     assert big.locator(".ladder-note").is_visible()
 
     # an island made after the page loaded shows up, in its place by size: last
