@@ -247,7 +247,8 @@ def serve(
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
 
     def announce() -> None:
-        """The socket is bound: the banner, the log's first lines (the store opens after)."""
+        """The socket is bound and the leases in hand: the banner, the log's first lines (the
+        store opens right after)."""
         log.info(
             "burstmarket %s: dashboard %s/ (port %d, data dir %s)",
             __version__,
@@ -283,7 +284,7 @@ def serve(
 
     os.umask(PRIVATE_UMASK)  # the store is the tenants' ledger
     try:
-        run_server(settings, create_app, started, announce)
+        run_server(settings, lambda served: create_app(served, announce), started)
     except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
@@ -341,7 +342,7 @@ def feed(
         bus=bus,
     )
 
-    def announce() -> None:
+    def started() -> None:
         log.info(
             "burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
             __version__,
@@ -351,7 +352,7 @@ def feed(
         )
 
     try:
-        run_server(settings, create_edge_app, announce=announce)
+        run_server(settings, create_edge_app, started)
     except PortUnavailable as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None

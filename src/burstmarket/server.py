@@ -53,17 +53,14 @@ def serve(
     settings: Settings,
     app_for: Callable[[Settings], Litestar],
     started: Callable[[], None] = lambda: None,
-    announce: Callable[[], None] = lambda: None,
 ) -> None:
     """Run the service until it is stopped: PortUnavailable if its address cannot be listened
     on, StoreOpenError if its data directory cannot be used, LeaseUnavailable if its islands'
-    leases cannot be had. `announce` is called once the address is bound, before the app is
-    built (the banner: the first lines of the log, before the store's), `started` once all is
-    in hand, before the first request is served (the engine's warm-up, the simulation).
-    `app_for` builds the app: the market's, or a feed edge's (`create_edge_app`)."""
+    leases cannot be had; `started` is called once all are in hand, before the first request
+    is served (the banner, the simulation). `app_for` builds the app: the market's, or a feed
+    edge's (`create_edge_app`)."""
     sock = listen(settings.host, settings.port)
     try:
-        announce()
         app = app_for(settings)
         sys.setswitchinterval(GIL_SWITCH_SECONDS)
         started()
