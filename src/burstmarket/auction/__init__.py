@@ -1,6 +1,6 @@
 """The pure auction engine for one island: `clear(IslandInput) -> Clearing`."""
 
-from burstmarket.auction.clear import clear, with_fixed
+from burstmarket.auction.clear import clear, price_ladder, with_fixed
 from burstmarket.auction.later import LaterRung, Release, later_rungs
 from burstmarket.auction.types import (
     Clearing,
@@ -24,5 +24,6 @@ __all__ = [
     "Unit",
     "clear",
     "later_rungs",
+    "price_ladder",
     "with_fixed",
 ]

@@ -116,17 +116,11 @@ def _block(groups: int, length: int) -> int:
 
 def prices(
     others: Others, supply: int, held: int, rungs: int, g: int, reserve: int, gang: bool
-) -> list[int | None]:
-    """The price of rungs n = 1 … `rungs` (None: more than `supply` nodes in all)."""
+) -> Ints:
+    """The price of rungs n = 1 … `rungs`, −1 where more than `supply` nodes in all."""
     best = others.values[supply - others.low :: -1] if supply >= others.low else others.values[:0]
     steps = kernels.growth_steps(np.ascontiguousarray(best), held, rungs, g * PRICE_STEP, gang)
-    out: list[int | None] = []
-    for n, k in enumerate(steps.tolist(), start=1):
-        total = n if gang else held + n
-        if k < 0:
-            out.append(None)
-        elif others.nodes + total <= supply:
-            out.append(reserve)  # room for every bid and the cluster's too
-        else:
-            out.append(reserve + k * PRICE_STEP)
-    return out
+    total = np.arange(1, rungs + 1) + (0 if gang else held)
+    room = others.nodes + total <= supply  # room for every bid and the cluster's too
+    found = np.where(room, reserve, reserve + steps * PRICE_STEP)
+    return np.where(steps < 0, -1, found)

@@ -1,7 +1,9 @@
 """The ladder a tick publishes: it always answers, even when windows hold every node.
 
-Rungs 1 … S are the engine's (docs/market.md "One tick", step 9): the nodes this tick's auction
-could give, so a declaration now competes for them at the next tick. Past S, a rung needs nodes
+It prices the auction the next tick would run if nothing else changed (tick/clearing.py
+`next_bids`: this tick's grants under their windows, the windows ending by then lapsed), so a
+rung reads "now" only when a declaration now can win it at the next tick. Rungs 1 … S are the
+engine's (docs/market.md "One tick", step 9) on that auction. Past S, a rung needs nodes
 that protection windows hold now; it appears with `contestable_at`, the earliest time enough of
 those windows end, and the price it would take then against the demand standing now, the
 holders included: their nodes bid again once the window ends, as the tick's demand phase turns
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from burstmarket.auction import Clearing, IslandInput, Release, later_rungs
+from burstmarket.auction import IslandInput, Release, later_rungs, price_ladder
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,13 +26,12 @@ class LadderRung:
     price: int
     """µUSD per GPU-hour."""
     contestable_at: int | None
-    """None: contestable in this tick's auction; else when enough windows end (market ns)."""
+    """None: the next tick can grant it; else when enough windows end (market ns)."""
 
 
-def published_ladder(
-    auction: IslandInput, clearing: Clearing, releases: Sequence[Release]
-) -> tuple[LadderRung, ...]:
-    """The engine's rungs, then the rungs that the nodes `releases` bring could fill."""
-    now = [LadderRung(r.nodes, r.gpus, r.price, None) for r in clearing.ladder]
+def published_ladder(auction: IslandInput, releases: Sequence[Release]) -> tuple[LadderRung, ...]:
+    """The engine's rungs on the next tick's `auction`, then the rungs that the nodes
+    `releases` bring could fill."""
+    now = [LadderRung(r.nodes, r.gpus, r.price, None) for r in price_ladder(auction)]
     later = [LadderRung(r.nodes, r.gpus, r.price, r.at) for r in later_rungs(auction, releases)]
     return (*now, *later)
