@@ -84,3 +84,44 @@ def test_a_ladder_with_every_node_under_a_window_says_when_and_at_what_price(
         ok(again.client.get("/api/market/ladder", params={"island": "bl", "max_nodes": 2}))["rungs"]
         == contested["rungs"][:2]
     )
+
+
+def test_a_rung_lists_its_price_at_each_later_release_within_the_hour(
+    start_server: StartServer,
+) -> None:
+    """The issue's case: each rung priced at the earliest release only read 4 nodes at 3.5001
+    beside 5 nodes at 2.7001, because the next release, minutes later, brings more supply. Now
+    rung 4 says it costs 2.5001 from then."""
+    # 20-minute ticks: a 1-hour VM window ends three ticks after its grant
+    server = start_server("--clock", "manual", "--tick-seconds", "1200")
+    make_island(server, "lt", nodes=6, reserve=1.0)
+    make_account(server, "lt-acct", balance=100_000)
+    first = make_cluster(server, "lt-acct", "lt", "vm", "lt-first")
+    ok(declare(server, first, 4 * 8, 3.5))
+    start = datetime.fromisoformat(tick(server, island="lt")["time"])  # first holds 4, an hour
+    second = make_cluster(server, "lt-acct", "lt", "vm", "lt-second")
+    ok(declare(server, second, 2 * 8, 1.5))
+    tick(server, island="lt")  # second holds the other 2, until 20 minutes after first's
+    first_ends, second_ends = start + timedelta(hours=1), start + timedelta(minutes=80)
+    rungs = ladder(server, "lt")["rungs"]
+    # at first's release its 4 nodes bid again at 3.5: a newcomer of 1 … 4 nodes pays 3.5001;
+    # at second's, 6 nodes against 4 × 3.5 and 2 × 1.5 (reserve 1.0): 4 nodes displace two of
+    # 3.5 and second's two, (2 × 2.5 + 2 × 0.5) / 4 = 1.5 over the reserve, a tie: 2.5001
+    assert [(r["nodes"], r["price_per_gpu_hour"], when(r["contestable_at"])) for r in rungs] == [
+        (1, 3.5001, first_ends),
+        (2, 3.5001, first_ends),
+        (3, 3.5001, first_ends),
+        (4, 3.5001, first_ends),
+        (5, 2.7001, second_ends),
+        (6, 2.8334, second_ends),  # all of it: (4 × 2.5 + 2 × 0.5) / 6 over the reserve
+    ]
+    four = rungs[3]
+    assert [(when(x["at"]), x["price_per_gpu_hour"]) for x in four["later"]] == [
+        (second_ends, 2.5001)
+    ]
+    # every rung held until first's release is cheaper once second's comes
+    for rung in rungs[:4]:
+        (later,) = rung["later"]
+        assert when(later["at"]) == second_ends
+        assert later["price_per_gpu_hour"] < rung["price_per_gpu_hour"]
+    assert rungs[4]["later"] == rungs[5]["later"] == []
