@@ -222,7 +222,7 @@ def _without(
         sizes[pick],
         values[pick],
         at,
-        _block(len(queried), longest),
+        suffix_block(len(queried), longest),
     )
     without = found[np.argsort(queried)]  # back to code order
     losers = base[: supply + 1].copy()
@@ -231,7 +231,7 @@ def _without(
     return without, losers
 
 
-def _block(groups: int, length: int) -> int:
+def suffix_block(groups: int, length: int) -> int:
     """Suffix tables kept every this many groups: all of them within the budget, else every
     √n-th (one more pass over the items, memory O(√n·length))."""
     return 1 if (groups + 1) * length * 8 <= _TABLE_BUDGET else max(1, isqrt(groups))

@@ -25,14 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction import kernels
+from burstmarket.auction.clear import suffix_block
 from burstmarket.auction.knapsack import Table, add_group, empty
 from burstmarket.auction.types import Unit
 from burstmarket.money import PRICE_STEP
 
 Ints = npt.NDArray[np.int64]
-
-TABLE_BUDGET = 128 << 20
-"""Bytes of suffix tables `values_without` keeps at once (as clear.py's VCG)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +102,10 @@ def without(
         item_sizes[pick],
         item_values[pick],
         at,
-        _block(len(removed), supply + 1),
+        suffix_block(len(removed), supply + 1),
     )
     rows = found[np.argsort(queried)]
     return [Others(low, rows[k], total - int(own[k])) for k in range(len(removed))]
-
-
-def _block(groups: int, length: int) -> int:
-    return 1 if (groups + 1) * length * 8 <= TABLE_BUDGET else max(1, int(np.sqrt(groups)))
 
 
 def prices(
