@@ -63,7 +63,7 @@ def run_tick(inp: TickInput) -> TickOutput:
     block_terms.count_negative(s)  # on the balance this tick's own billing leaves
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
-    verdicts.pending_reasons(s)
+    verdicts.pending_reasons(s, low, {})
     held = [*bids.protected, *bids.stepping_down]
     ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
     return gather_output(s, clearing, {n.id for n in held}, low, ladder)
