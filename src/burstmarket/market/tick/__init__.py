@@ -12,6 +12,7 @@ cluster's kind (market/kinds/: `KINDS[c.kind]`), never its name.
 from __future__ import annotations
 
 from burstmarket.market.ladder import published_ladder
+from burstmarket.market.own_ladder import own_ladders
 from burstmarket.market.tick import (
     billing,
     block_delivery,
@@ -23,8 +24,14 @@ from burstmarket.market.tick import (
     verdicts,
 )
 from burstmarket.market.tick.apply import apply
-from burstmarket.market.tick.clearing import clear_round, window_releases, with_step_downs
+from burstmarket.market.tick.clearing import (
+    clear_round,
+    next_bids,
+    window_releases,
+    with_step_downs,
+)
 from burstmarket.market.tick.output import gather_output
+from burstmarket.market.tick.own import holdings
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
 
@@ -61,6 +68,10 @@ def run_tick(inp: TickInput) -> TickOutput:
     billing.charge(s, clearing)
     billing.bill_blocks(s)
     block_terms.count_negative(s)  # on the balance this tick's own billing leaves
+    # 9. the ladders, on the auction the next tick would run if nothing else changed
+    coming = next_bids(s, inp.interval_ns)
+    releases = window_releases(s, [*coming.protected, *coming.stepping_down])
+    s.own_ladders = own_ladders(coming.auction, holdings(s, coming, clearing), releases, s.now)
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s, low, {})
