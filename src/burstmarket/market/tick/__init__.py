@@ -74,7 +74,7 @@ def run_tick(inp: TickInput) -> TickOutput:
     s.own_ladders = own_ladders(coming.auction, holdings(s, coming, clearing), releases, s.now)
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
-    verdicts.pending_reasons(s, low, {})
+    verdicts.pending_reasons(s, low)
     held = [*bids.protected, *bids.stepping_down]
     ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
     return gather_output(s, clearing, {n.id for n in held}, low, ladder)

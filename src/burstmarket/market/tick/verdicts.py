@@ -4,8 +4,8 @@ REFUSED line, not one every tick, and a job that becomes outbid with one `Outbid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final, Protocol, get_args
+from collections.abc import Sequence
+from typing import Final, get_args
 
 from burstmarket.auction import Clearing
 from burstmarket.clock import to_datetime
@@ -26,6 +26,7 @@ from burstmarket.market.model import (
     Job,
     PendingDetail,
 )
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.money import units_to_micros, usd
 from burstmarket.states import HeldBack, PendingReason
@@ -96,23 +97,15 @@ SMALL_WAITS: Final[tuple[PendingReason, ...]] = (
 )
 
 
-class Rung(Protocol):
-    """What a pending cause reads of a rung of the cluster's own ladder."""
-
-    price: int
-    contestable_at: int | None
-    later: tuple[tuple[int, int], ...]
-
-
-def pending_reasons(s: TickState, low: set[str], ladders: Mapping[str, Sequence[Rung]]) -> None:
+def pending_reasons(s: TickState, low: set[str]) -> None:
     """Each cluster's and each pending job's cause, with its figures, from this tick (`low`:
-    the clusters under the reserve; `ladders`: each cluster's own ladder for the next tick).
-    A refusal that starts logs its one REFUSED line; a job that becomes outbid gets one
-    `Outbid` event."""
+    the clusters under the reserve; windows and outbid read each cluster's own ladder,
+    `s.own_ladders`). A refusal that starts logs its one REFUSED line; a job that becomes
+    outbid gets one `Outbid` event."""
     market = s.market_nodes()
     for c in s.sorted_clusters():
         refusal = _refusal(s, c)
-        rungs = ladders.get(c.id, ())
+        rungs = s.own_ladders.get(c.id, ())
         if KINDS[c.kind].runs_jobs:
             causes = [_job_cause(s, c, job, refusal, market, rungs) for job in _jobs(s, c)]
             cause = refusal or _first(causes)
@@ -171,7 +164,7 @@ def _jobs_worst(s: TickState, c: Cluster) -> int | None:
 
 
 def _declared_cause(
-    s: TickState, c: Cluster, low: bool, market: int, rungs: Sequence[Rung]
+    s: TickState, c: Cluster, low: bool, market: int, rungs: Sequence[OwnRung]
 ) -> Cause | None:
     """Why a VM cluster's pending nodes wait (none pending: no cause)."""
     nodes = KINDS[c.kind].pending_gpus(s, c) // s.gpus_per_node
@@ -183,7 +176,7 @@ def _declared_cause(
     declared = c.max_gpus // s.gpus_per_node
     if declared > market:
         return NO_SUPPLY, PendingDetail(nodes=declared, market_nodes=market)
-    return _price_cause(s, nodes, ceiling, rungs)
+    return _price_cause(s, c, nodes, ceiling, rungs)
 
 
 def _job_cause(
@@ -192,7 +185,7 @@ def _job_cause(
     job: Job,
     refusal: Cause | None,
     market: int,
-    rungs: Sequence[Rung],
+    rungs: Sequence[OwnRung],
 ) -> Cause | None:
     """Why a pending job waits (set on the job; none once it runs). A job smaller than one
     node never bids: it waits only for its block (`Job.reason`)."""
@@ -221,7 +214,7 @@ def _gang_cause(
     job: Job,
     refusal: Cause | None,
     market: int,
-    rungs: Sequence[Rung],
+    rungs: Sequence[OwnRung],
 ) -> Cause | None:
     if refusal is not None and refusal[0] == BILLING_HOLD:
         return refusal
@@ -238,16 +231,20 @@ def _gang_cause(
     nodes = job.nodes - len(s.credit.get(key, []))
     if nodes > market:
         return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=market)
-    return _price_cause(s, nodes, price, rungs) if nodes > 0 else None
+    return _price_cause(s, c, nodes, price, rungs) if nodes > 0 else None
 
 
-def _price_cause(s: TickState, nodes: int, ceiling: int, rungs: Sequence[Rung]) -> Cause:
+def _price_cause(
+    s: TickState, c: Cluster, nodes: int, ceiling: int, rungs: Sequence[OwnRung]
+) -> Cause:
     """windows or outbid, from rung `nodes` of the cluster's own ladder: windows when a time
     they lapse brings the price to win within the ceiling (the first such time), else outbid
-    (the price to win, at the next tick or from when windows let the nodes go)."""
+    (the price to win, at the next tick or from when windows let the nodes go). No rung:
+    windows hold the nodes past the ladder's hour, so no price is known yet."""
     if len(rungs) < nodes:
-        # no price wins them within the ladder's hour: the nodes are not to be had
-        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=s.market_nodes())
+        return WINDOWS, PendingDetail(
+            ceiling=ceiling, nodes=nodes, contestable_at=_contestable_at(s, c, nodes)
+        )
     rung = rungs[nodes - 1]
     at = rung.contestable_at
     if at is None and rung.price <= ceiling:
@@ -262,6 +259,21 @@ def _price_cause(s: TickState, nodes: int, ceiling: int, rungs: Sequence[Rung]) 
     return OUTBID, PendingDetail(
         ceiling=ceiling, nodes=nodes, contestable_at=rung.contestable_at, price=rung.price
     )
+
+
+def _contestable_at(s: TickState, c: Cluster, nodes: int) -> int | None:
+    """When windows let `nodes` market nodes go that the cluster does not hold: the free ones
+    count at once, the others' at their window's end (None: never, as far as windows go)."""
+    ends = sorted(
+        n.window_ends_at or s.now
+        for other in s.sorted_clusters()
+        if other.id != c.id
+        for n in s.held(other.id)
+    )
+    need = nodes - s.free_count()
+    if need <= 0:
+        return s.now + s.inp.interval_ns
+    return ends[need - 1] if need <= len(ends) else None
 
 
 def _outbid_words(d: PendingDetail) -> str:
