@@ -15,6 +15,7 @@ from burstmarket.market.desks.billing_desk import BillingDesk
 from burstmarket.market.desks.clusters_desk import ClustersDesk
 from burstmarket.market.desks.islands_desk import IslandsDesk
 from burstmarket.market.desks.jobs_desk import JobsDesk
+from burstmarket.market.desks.ladder_desk import LadderDesk
 from burstmarket.market.desks.node_actions import NodeActions
 from burstmarket.market.desks.spend_guard import SpendGuard
 from burstmarket.market.desks.vm_desk import VmDesk
@@ -32,6 +33,7 @@ class Tenant:
         self.jobs = JobsDesk(market, self.spend_guard)
         self.base_load = BaseLoadDesk(market)
         self.billing = BillingDesk(market)
+        self.ladder = LadderDesk(market)
 
 
 class Operator:
