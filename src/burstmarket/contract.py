@@ -329,7 +329,7 @@ class BidView(View):
 
 class JobEventView(View):
     type: str
-    """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
+    """BidTooLow, Outbid, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
     at: Time
     detail: str
 

@@ -4,6 +4,8 @@ REFUSED line, not one every tick, and a job that becomes outbid with one `Outbid
 
 from __future__ import annotations
 
+import itertools
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Final, get_args
 
@@ -102,15 +104,15 @@ def pending_reasons(s: TickState, low: set[str]) -> None:
     the clusters under the reserve; windows and outbid read each cluster's own ladder,
     `s.own_ladders`). A refusal that starts logs its one REFUSED line; a job that becomes
     outbid gets one `Outbid` event."""
-    market = s.market_nodes()
+    supply = _Supply(s)
     for c in s.sorted_clusters():
         refusal = _refusal(s, c)
         rungs = s.own_ladders.get(c.id, ())
         if KINDS[c.kind].runs_jobs:
-            causes = [_job_cause(s, c, job, refusal, market, rungs) for job in _jobs(s, c)]
+            causes = [_job_cause(s, c, job, refusal, supply, rungs) for job in _jobs(s, c)]
             cause = refusal or _first(causes)
         else:
-            cause = refusal or _declared_cause(s, c, c.id in low, market, rungs)
+            cause = refusal or _declared_cause(s, c, c.id in low, supply, rungs)
         reason, detail = cause if cause is not None else (None, None)
         held_back = s.refused.get(c.id)
         starts = held_back is not None and held_back != c.pending_reason
@@ -119,6 +121,36 @@ def pending_reasons(s: TickState, low: set[str]) -> None:
         if (reason, detail) != (c.pending_reason, c.pending_detail):
             c.pending_reason, c.pending_detail = reason, detail
             s.changed_clusters[c.id] = c
+
+
+class _Supply:
+    """What the island has to give: its market nodes (no-supply), and when windows let them go
+    (nodes held past the own ladder's hour), read once a tick and only if asked."""
+
+    def __init__(self, s: TickState) -> None:
+        self._s = s
+        self.market = s.market_nodes()
+        self._ends: list[int] | None = None
+
+    def contestable_at(self, c: Cluster, nodes: int) -> int | None:
+        """When `nodes` market nodes the cluster does not hold can be contested: free ones at
+        the next tick, the others' at their window's end (None: not even then)."""
+        s = self._s
+        need = nodes - s.free_count()
+        if need <= 0:
+            return s.now + s.inp.interval_ns
+        if self._ends is None:
+            everyone = itertools.chain.from_iterable(s.held(o.id) for o in s.sorted_clusters())
+            self._ends = sorted(n.window_ends_at or s.now for n in everyone)
+        ends = self._ends
+        own = sorted(n.window_ends_at or s.now for n in s.held(c.id))
+
+        def others_by(i: int) -> int:
+            """Other clusters' nodes free by the time `ends[i]`."""
+            return bisect_right(ends, ends[i]) - bisect_right(own, ends[i])
+
+        i = bisect_left(range(len(ends)), need, key=others_by)
+        return ends[i] if i < len(ends) else None
 
 
 def _jobs(s: TickState, c: Cluster) -> list[Job]:
@@ -164,7 +196,7 @@ def _jobs_worst(s: TickState, c: Cluster) -> int | None:
 
 
 def _declared_cause(
-    s: TickState, c: Cluster, low: bool, market: int, rungs: Sequence[OwnRung]
+    s: TickState, c: Cluster, low: bool, supply: _Supply, rungs: Sequence[OwnRung]
 ) -> Cause | None:
     """Why a VM cluster's pending nodes wait (none pending: no cause)."""
     nodes = KINDS[c.kind].pending_gpus(s, c) // s.gpus_per_node
@@ -174,9 +206,9 @@ def _declared_cause(
     if low:
         return BID_TOO_LOW, PendingDetail(ceiling=ceiling, reserve=s.reserve_price)
     declared = c.max_gpus // s.gpus_per_node
-    if declared > market:
-        return NO_SUPPLY, PendingDetail(nodes=declared, market_nodes=market)
-    return _price_cause(s, c, nodes, ceiling, rungs)
+    if declared > supply.market:
+        return NO_SUPPLY, PendingDetail(nodes=declared, market_nodes=supply.market)
+    return _price_cause(s, supply, c, nodes, ceiling, rungs)
 
 
 def _job_cause(
@@ -184,7 +216,7 @@ def _job_cause(
     c: Cluster,
     job: Job,
     refusal: Cause | None,
-    market: int,
+    supply: _Supply,
     rungs: Sequence[OwnRung],
 ) -> Cause | None:
     """Why a pending job waits (set on the job; none once it runs). A job smaller than one
@@ -193,7 +225,7 @@ def _job_cause(
     if job.state == "pending" and job.small:
         cause = _small_cause(job)
     elif job.state == "pending":
-        cause = _gang_cause(s, c, job, refusal, market, rungs)
+        cause = _gang_cause(s, c, job, refusal, supply, rungs)
     reason, detail = cause if cause is not None else (None, None)
     if reason == OUTBID and job.pending_reason != OUTBID and detail is not None:
         s.event(job, "Outbid", _outbid_words(detail))
@@ -213,7 +245,7 @@ def _gang_cause(
     c: Cluster,
     job: Job,
     refusal: Cause | None,
-    market: int,
+    supply: _Supply,
     rungs: Sequence[OwnRung],
 ) -> Cause | None:
     if refusal is not None and refusal[0] == BILLING_HOLD:
@@ -229,22 +261,21 @@ def _gang_cause(
     if job.bid_too_low or price is None or price < s.reserve_price:
         return BID_TOO_LOW, PendingDetail(ceiling=price, reserve=s.reserve_price)
     nodes = job.nodes - len(s.credit.get(key, []))
-    if nodes > market:
-        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=market)
-    return _price_cause(s, c, nodes, price, rungs) if nodes > 0 else None
+    if nodes > supply.market:
+        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=supply.market)
+    return _price_cause(s, supply, c, nodes, price, rungs) if nodes > 0 else None
 
 
 def _price_cause(
-    s: TickState, c: Cluster, nodes: int, ceiling: int, rungs: Sequence[OwnRung]
+    s: TickState, supply: _Supply, c: Cluster, nodes: int, ceiling: int, rungs: Sequence[OwnRung]
 ) -> Cause:
     """windows or outbid, from rung `nodes` of the cluster's own ladder: windows when a time
     they lapse brings the price to win within the ceiling (the first such time), else outbid
     (the price to win, at the next tick or from when windows let the nodes go). No rung:
     windows hold the nodes past the ladder's hour, so no price is known yet."""
     if len(rungs) < nodes:
-        return WINDOWS, PendingDetail(
-            ceiling=ceiling, nodes=nodes, contestable_at=_contestable_at(s, c, nodes)
-        )
+        at = supply.contestable_at(c, nodes)
+        return WINDOWS, PendingDetail(ceiling=ceiling, nodes=nodes, contestable_at=at)
     rung = rungs[nodes - 1]
     at = rung.contestable_at
     if at is None and rung.price <= ceiling:
@@ -259,21 +290,6 @@ def _price_cause(
     return OUTBID, PendingDetail(
         ceiling=ceiling, nodes=nodes, contestable_at=rung.contestable_at, price=rung.price
     )
-
-
-def _contestable_at(s: TickState, c: Cluster, nodes: int) -> int | None:
-    """When windows let `nodes` market nodes go that the cluster does not hold: the free ones
-    count at once, the others' at their window's end (None: never, as far as windows go)."""
-    ends = sorted(
-        n.window_ends_at or s.now
-        for other in s.sorted_clusters()
-        if other.id != c.id
-        for n in s.held(other.id)
-    )
-    need = nodes - s.free_count()
-    if need <= 0:
-        return s.now + s.inp.interval_ns
-    return ends[need - 1] if need <= len(ends) else None
 
 
 def _outbid_words(d: PendingDetail) -> str:
