@@ -71,7 +71,10 @@ def test_a_billing_hold_names_since_when_and_the_balance(shared_server: Server) 
     assert reason == "billing-hold"
     assert detail["balance_usd"] == pytest.approx(account["balance_usd"], abs=1e-6)
     since = detail["since"]
-    assert when(since) == when(ok(server.client.get("/api/market/stats?island=wbh"))["time"])
+    own = ok(server.client.get("/api/account", headers=vm))
+    assert when(since) == when(own["billing_hold_since"])
+    # the first tick billed the balance under zero, the second held the demand back
+    assert when(since) < when(ok(server.client.get("/api/market/stats?island=wbh"))["time"])
     assert _why(read_job(server, k, "wait")) == ("billing-hold", detail)
     assert _why(_bid(server, k)) == ("billing-hold", detail)
 

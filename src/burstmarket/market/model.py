@@ -101,7 +101,7 @@ class PendingDetail(NamedTuple):
     times in market ns."""
 
     since: int | None = None
-    """billing-hold: the first tick that held the cluster's demand back."""
+    """billing-hold: since when the account's balance is at or below zero."""
     balance: int | None = None
     """billing-hold: the account's balance."""
     spend_left: int | None = None

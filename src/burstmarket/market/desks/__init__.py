@@ -17,6 +17,7 @@ from burstmarket.market.desks.islands_desk import IslandsDesk
 from burstmarket.market.desks.jobs_desk import JobsDesk
 from burstmarket.market.desks.ladder_desk import LadderDesk
 from burstmarket.market.desks.node_actions import NodeActions
+from burstmarket.market.desks.own_account_desk import OwnAccountDesk
 from burstmarket.market.desks.spend_guard import SpendGuard
 from burstmarket.market.desks.vm_desk import VmDesk
 from burstmarket.market.market import Market
@@ -34,6 +35,7 @@ class Tenant:
         self.base_load = BaseLoadDesk(market)
         self.billing = BillingDesk(market)
         self.ladder = LadderDesk(market)
+        self.account = OwnAccountDesk(market, self.spend_guard)
 
 
 class Operator:

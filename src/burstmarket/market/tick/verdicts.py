@@ -171,7 +171,9 @@ def _refusal(s: TickState, c: Cluster) -> Cause | None:
     held_back = s.refused.get(c.id)
     if held_back == BILLING_HOLD:
         last = c.pending_detail if c.pending_reason == BILLING_HOLD else None
-        since = last.since if last is not None and last.since is not None else s.now
+        since = last.since if last is not None else None
+        if since is None:  # the hold starts: since the balance went to or below zero
+            since = s.inp.hold_since.get(c.account, s.now)
         balance = units_to_micros(s.inp.balances.get(c.account, 0))
         return BILLING_HOLD, PendingDetail(since=since, balance=balance)
     if held_back == SPEND_LIMIT:
