@@ -274,7 +274,7 @@ class PendingDetailView(View, omit_defaults=True):
     balance_usd: Amount | None = None
     """billing-hold: the account's balance."""
     left_usd: Amount | None = None
-    """spend-limit: what is left of the limit (negative when over it)."""
+    """spend-limit: what is left of the limit (never negative)."""
     worst_case_usd: Amount | None = None
     """spend-limit: the worst case of the demand that does not fit."""
     ceiling: Price | None = None
