@@ -5,10 +5,12 @@ outbid gets one `Outbid` event (docs/market.md "Why it waits")."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from burstmarket.client import SyncTenantClient
 from tests.conftest import Server
 from tests.e2e.support import (
     declare,
@@ -224,6 +226,13 @@ def test_a_bid_under_what_the_others_pay_is_outbid_with_one_event(
         3.0,
     )
     assert _why(_bid(server, k))[0] == "outbid"
+    # the typed client reads the same, its money exact
+    with SyncTenantClient(server.url, vm["Authorization"].removeprefix("Bearer ")) as me:
+        figures = me.capacity().pending_detail
+        assert figures is not None
+        assert (figures.price_to_win, figures.ceiling) == (Decimal("4.0001"), Decimal(2))
+    with SyncTenantClient(server.url, k["Authorization"].removeprefix("Bearer ")) as me:
+        assert me.job("cheap").pending_reason == "outbid"
     tick(server, count=3, island="wob")
     events = [e for e in read_job(server, k, "cheap")["events"] if e["type"] == "Outbid"]
     assert len(events) == 1
