@@ -1,21 +1,6 @@
--- Schema 8: why demand waits (docs/market.md "Why it waits"), kept with the rows the tick
--- writes, never recomputed per request.
+-- Schema 8: a ladder rung's prices over time (docs/market.md "One tick", step 9).
 --
--- clusters.pending_reason:  now any cause in the order named (billing-hold, spend-limit,
---                           bid-too-low, PackingDisabled, ReservedBusy, ReservedTooSmall,
---                           no-supply, windows, outbid), not only the two refusals.
--- clusters.pending_detail:  that cause's figures, each member NULL unless the cause sets it:
---                           µUSD (per GPU-hour for a price), market ns, node and GPU counts.
--- jobs.pending_reason, pending_detail: the same, for each pending job.
-ALTER TABLE clusters ADD COLUMN pending_detail STRUCT(
-    since BIGINT, balance BIGINT, spend_left BIGINT, worst_case BIGINT, ceiling BIGINT,
-    reserve BIGINT, nodes BIGINT, market_nodes BIGINT, contestable_at BIGINT, price BIGINT,
-    gpus BIGINT
-);
-
-ALTER TABLE jobs ADD COLUMN pending_reason VARCHAR;
-ALTER TABLE jobs ADD COLUMN pending_detail STRUCT(
-    since BIGINT, balance BIGINT, spend_left BIGINT, worst_case BIGINT, ceiling BIGINT,
-    reserve BIGINT, nodes BIGINT, market_nodes BIGINT, contestable_at BIGINT, price BIGINT,
-    gpus BIGINT
-);
+-- ladder.later: the rung's price from each later time protection windows end within the hour
+--               of the tick, where it changes (`since`: that time; `price`: µUSD per GPU-hour
+--               as USD); empty on ticks from before, and where no window ends within the hour.
+ALTER TABLE ladder ADD COLUMN later STRUCT(since TIMESTAMP WITH TIME ZONE, price DECIMAL(18,6))[] NOT NULL DEFAULT [];

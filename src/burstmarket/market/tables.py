@@ -27,6 +27,7 @@ from burstmarket.market.model import (
     Offer,
     PendingDetail,
 )
+from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
     BIGINT,
@@ -54,6 +55,8 @@ LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
 PENDING_DETAIL: Final = struct(**{name: BIGINT for name in PendingDetail._fields})
 """The figures of why demand waits (model.PendingDetail), each member NULL unless its cause
 sets it."""
+LEVELS: Final = struct_list(price=BIGINT, nodes=INTEGER)
+"""Other clusters' demand as price levels (µUSD per GPU-hour) × nodes (market/receipts.py)."""
 
 
 def _own(name: str, kind: SqlType) -> Column:
@@ -386,6 +389,28 @@ VERDICTS: Final = Table(
     ],
 )
 
+RECEIPTS: Final = Table(
+    "receipts",
+    Receipt,
+    [
+        *_TICK,
+        Column("cluster", VARCHAR),
+        Column("nodes", INTEGER),
+        Column("gpus", INTEGER),
+        Column("rate", USD),
+        Column("amount", HUGEINT),
+        Column("reserve", HUGEINT),
+        Column("displaced", HUGEINT),
+        Column("core", HUGEINT),
+        Column("protected", HUGEINT),
+        Column("displaced_levels", LEVELS),
+        Column("coalition", LEVELS, null=True),
+        Column("coalition_value", BIGINT, null=True),
+        Column("protected_levels", LEVELS),
+        Column("capped", BOOLEAN),
+    ],
+)
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -401,5 +426,6 @@ TABLES: Final = (
     ALLOCATIONS,
     LADDER,
     VERDICTS,
+    RECEIPTS,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""
