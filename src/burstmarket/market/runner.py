@@ -18,6 +18,7 @@ The auction clears holding nothing, so declarations never wait for it:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from time import perf_counter
@@ -30,8 +31,15 @@ from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
-from burstmarket.market.lookups import read_island
-from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
+from burstmarket.market.lookups import billing_hold_since, read_island
+from burstmarket.market.model import (
+    BASE_LOAD_GRACE_NS,
+    BILLING_HOLD,
+    Block,
+    Cluster,
+    Node,
+    newest_first,
+)
 from burstmarket.market.purchases import purchase_money
 from burstmarket.market.tables import (
     ALLOCATIONS,
@@ -121,6 +129,7 @@ class TickRunner:
         if any(c.spend_limit is not None for c in clusters.values()):
             spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
         blocks = [BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)]
+        balances = {c.account: self._figures.balance(c.account) for c in clusters.values()}
         return TickInput(
             island=island,
             tick=number,
@@ -129,7 +138,8 @@ class TickRunner:
             clusters=clusters,
             nodes=NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)),
             jobs=JOBS.from_arrow(fetch_arrow(cur, "island_jobs", island=island_id)),
-            balances={c.account: self._figures.balance(c.account) for c in clusters.values()},
+            balances=balances,
+            hold_since=_hold_since(cur, clusters.values(), balances),
             spent=spent,
             rates=self._figures.rates(island_id),
             blocks=blocks,
@@ -282,3 +292,17 @@ def _time(ns: int | None) -> datetime | None:
 
 def _usd(micros: int | None) -> Decimal | None:
     return None if micros is None else micros_to_decimal(micros)
+
+
+def _hold_since(
+    cur: Cursor, clusters: Iterable[Cluster], balances: dict[str, int]
+) -> dict[str, int]:
+    """Since when each account at or below zero is, read only for a billing hold that starts
+    (a cluster already on hold keeps its `since`)."""
+    starting = {
+        c.account
+        for c in clusters
+        if balances.get(c.account, 0) <= 0 and c.pending_reason != BILLING_HOLD
+    }
+    found = {a: billing_hold_since(cur, a) for a in sorted(starting)}
+    return {a: since for a, since in found.items() if since is not None}

@@ -38,6 +38,8 @@ class TickInput:
     given back, and closed, when the block stops."""
     billed: Billed | None = None
     """How far the island's market billing has gone (None: never billed)."""
+    hold_since: dict[str, int] = field(default_factory=dict)
+    """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
 
 
 @dataclass(slots=True)
