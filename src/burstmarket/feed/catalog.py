@@ -115,8 +115,15 @@ def _schema(kind: inspect.Type) -> dict[str, Any]:
     if "description" in extra:
         keywords["description"] = extra["description"]
     if isinstance(kind, inspect.UnionType):
-        types = [_schema(member)["type"] for member in kind.types]
-        return {"type": types, **keywords}
+        members = [_schema(member) for member in kind.types]
+        schema = {"type": [member["type"] for member in members], **keywords}
+        if any("enum" in member for member in members):  # a Literal or None
+            schema["enum"] = [value for member in members for value in member.get("enum", [None])]
+        return schema
+    if isinstance(kind, inspect.DateTimeType):
+        return {"type": "string", "format": "date-time", **keywords}
+    if isinstance(kind, inspect.LiteralType):
+        return {"type": "string", **keywords, "enum": list(kind.values)}
     if isinstance(kind, inspect.ListType):
         return {"type": "array", **keywords, "items": _schema(kind.item_type)}
     if isinstance(kind, inspect.StructType):
