@@ -8,11 +8,20 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
+import redis
 from websockets.sync.client import ClientConnection, connect
 
-from tests.conftest import Server, StartServer
+from tests.conftest import RedisServer, Server, StartServer
 from tests.e2e.feed_client import recv_past_heartbeats, send, ws_url
-from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick
+from tests.e2e.support import (
+    declare,
+    eventually,
+    make_account,
+    make_cluster,
+    make_island,
+    ok,
+    tick,
+)
 
 ISLAND = "pv"
 NAMES = ("pv-a", "pv-b", "pv-c")
@@ -84,7 +93,7 @@ def test_each_cluster_reads_its_own_ticks_and_nobody_elses(start_server: StartSe
             capacity["held_gpus"],
             capacity["pending_gpus"],
         )
-    assert c["held_nodes"] == 1 and c["pending_gpus"] == 0
+    assert (c["held_nodes"], c["pending_gpus"]) == (1, 0)
     assert [e["nodes"] for e in events(first["pv-a"], "Granted")] == [a["node_ids"]]
     assert [e["nodes"] for e in events(first["pv-b"], "Granted")] == [b["node_ids"]]
     assert [e["job"] for e in events(first["pv-c"], "Provisioned")] == ["train"]
@@ -168,3 +177,40 @@ def test_refusals_keep_the_socket_open(start_server: StartServer) -> None:
         assert answer == {"type": "unsubscribed", "channels": ["cluster"]}
         tick(server)
         assert ask(ws, {"op": "ping"})["type"] == "pong"  # no update came before it
+
+
+def test_a_feed_edge_refuses_the_cluster_channel_and_the_bus_carries_no_private_row(
+    start_server: StartServer, redis_server: RedisServer
+) -> None:
+    server = start_server("--clock", "manual", "--tick-seconds", "1800", "--bus", redis_server.url)
+    auths = market(server)
+    edge = start_server("--bus", redis_server.url, subcommand="feed")
+    with connect(ws_url(server)) as own:  # the market itself serves it, bus or not
+        authed(own, auths["pv-a"])
+        tick(server)
+        snapshot = recv_past_heartbeats(own)
+        assert (snapshot["type"], snapshot["data"]["cluster"]) == ("snapshot", "pv-a")
+    eventually(
+        lambda: edge.client.get("/api/market/stats", params={"island": ISLAND}).status_code == 200,
+        "the edge has the island",
+        edge,
+    )
+    with connect(ws_url(edge)) as ws:
+        refused_once(edge, ws, {"op": "auth", "token": token_of(auths["pv-a"])}, "forbidden")
+        refused_once(edge, ws, {"op": "subscribe", "channels": ["cluster"]}, "forbidden")
+        assert "market's own /ws/market" in ask(ws, {"op": "auth", "token": "x"})["detail"]
+        answer = ask(ws, {"op": "subscribe", "channels": [f"stats:{ISLAND}"]})
+        assert answer == {"type": "subscribed", "channels": [f"stats:{ISLAND}"]}
+    document = ok(edge.client.get("/schema/asyncapi.json"))
+    messages = document["channels"]["market"]["messages"]
+    assert "auth" in messages
+    assert not {"authenticated", "snapshot_cluster", "update_cluster"} & messages.keys()
+    bus = redis.Redis.from_url(redis_server.url)
+    try:
+        channels = {name.decode() for name in bus.smembers("burstmarket:feed")}
+        streams = {key.decode() for key in bus.scan_iter("burstmarket:feed:*")}
+    finally:
+        bus.close()
+    assert f"stats:{ISLAND}" in channels  # every island's public feeds, and nothing else
+    assert {channel.split(":")[0] for channel in channels} == {"ladder", "rates", "stats"}
+    assert streams == {f"burstmarket:feed:{channel}" for channel in channels}
