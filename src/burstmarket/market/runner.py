@@ -48,6 +48,7 @@ from burstmarket.market.tables import (
     LEDGER,
     NODE_STATE,
     NODES,
+    RECEIPTS,
     TICKS,
     VERDICTS,
     AllocationRow,
@@ -238,6 +239,7 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
         ],
     )
     VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
+    RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
 
 

@@ -14,7 +14,7 @@ from burstmarket.clock import NS_PER_MS, to_datetime
 from burstmarket.contract import BillingRowView
 from burstmarket.market.lookups import read_cluster
 from burstmarket.market.market import Market
-from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
+from burstmarket.money import LEDGER_UNITS_PER_MICRO, apportion
 from burstmarket.states import BillingKind
 from burstmarket.store.rows import Cursor, fetch
 
@@ -64,18 +64,3 @@ def billing_rows(
         )
         for i, r in enumerate(rows)
     ]
-
-
-def apportion(values: list[int], per: int) -> list[int]:
-    """Each value / `per` as a whole number, so that they add up to the rounded total."""
-    shares = [v // per for v in values]
-    short = _rounded(sum(values), per) - sum(shares)  # between 0 and len(values)
-    by_remainder = sorted(range(len(values)), key=lambda i: (shares[i] * per - values[i], i))
-    for i in by_remainder[:short]:
-        shares[i] += 1
-    return shares
-
-
-def _rounded(value: int, per: int) -> int:
-    """value / per rounded half away from zero (as money.units_to_usd shows a lone amount)."""
-    return round_div(value, per) if value >= 0 else -round_div(-value, per)
