@@ -661,6 +661,10 @@ class ClusterTickView(FeedRow):
     events: Annotated[
         list[ClusterEventView], msgspec.Meta(description="what happened at this tick")
     ]
+    receipt: Annotated[
+        ReceiptView | None,
+        msgspec.Meta(description="why it pays its rate this tick (null: no market nodes)"),
+    ]
 
 
 FEED_ROWS: tuple[type[FeedRow], ...] = (TickStats, LadderView, RatesView)

@@ -63,6 +63,10 @@ def authed(ws: ClientConnection, auth: dict[str, str]) -> ClientConnection:
     return ws
 
 
+def held_rate(row: dict[str, Any]) -> tuple[int, float]:
+    return row["held_nodes"], row["rate"]
+
+
 def events(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return [e for e in message["data"]["events"] if e["type"] == kind]
 
@@ -94,6 +98,10 @@ def test_each_cluster_reads_its_own_ticks_and_nobody_elses(start_server: StartSe
             capacity["pending_gpus"],
         )
     assert (c["held_nodes"], c["pending_gpus"]) == (1, 0)
+    for row in (a, b, c):  # the tick's receipt: why it pays its rate, the parts adding up
+        receipt = row["receipt"]
+        assert (receipt["tick"], receipt["nodes"], receipt["rate"]) == (1, *held_rate(row))
+        assert sum(receipt["parts_units"].values()) == receipt["amount_units"] > 0
     assert [e["nodes"] for e in events(first["pv-a"], "Granted")] == [a["node_ids"]]
     assert [e["nodes"] for e in events(first["pv-b"], "Granted")] == [b["node_ids"]]
     assert [e["job"] for e in events(first["pv-c"], "Provisioned")] == ["train"]
@@ -111,7 +119,8 @@ def test_each_cluster_reads_its_own_ticks_and_nobody_elses(start_server: StartSe
     third = {name: recv_past_heartbeats(ws) for name, ws in sockets.items()}
     assert {(m["type"], m["tick"]) for m in third.values()} == {("update", 3)}
     a3, b3 = third["pv-a"]["data"], third["pv-b"]["data"]
-    assert (a3["held_nodes"], a3["pending_gpus"], a3["rate"]) == (0, 16, None)
+    assert (a3["held_nodes"], a3["pending_gpus"], a3["rate"], a3["receipt"]) == (0, 16, None, None)
+    assert (b3["receipt"]["nodes"], b3["receipt"]["rate"]) == held_rate(b3)
     assert [e["nodes"] for e in events(third["pv-a"], "Reclaimed")] == [a["node_ids"]]
     assert (b3["held_nodes"], b3["pending_gpus"]) == (3, 0)
     assert [sorted(e["nodes"]) for e in events(third["pv-b"], "Granted")] == [sorted(a["node_ids"])]

@@ -117,6 +117,8 @@ def _schema(kind: inspect.Type) -> dict[str, Any]:
     if isinstance(kind, inspect.UnionType):
         members = [_schema(member) for member in kind.types]
         schema = {"type": [member["type"] for member in members], **keywords}
+        for member in members:  # what a struct, list or time member says of itself
+            schema.update({k: v for k, v in member.items() if k in ("properties", "items")})
         if any("enum" in member for member in members):  # a Literal or None
             schema["enum"] = [value for member in members for value in member.get("enum", [None])]
         return schema

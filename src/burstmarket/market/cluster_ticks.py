@@ -1,8 +1,9 @@
 """Each cluster's own view of one tick, for its private feed channel (docs/api.md "The feed",
 `cluster`): what it holds, what waits and why, its rate, and what happened to it at the tick.
 
-Built from what the tick already computed (its holdings, pending GPUs, events and the nodes it
-moved), never by reading the store again: one small row per cluster of the island.
+Built from what the tick already computed (its holdings, pending GPUs, events, the nodes it
+moved and its receipts), never by reading the store again: one small row per cluster of the
+island.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections import Counter, defaultdict
 from burstmarket.clock import to_datetime
 from burstmarket.contract import ClusterEventView, ClusterTickView
 from burstmarket.market.model import Cluster
+from burstmarket.market.receipts import receipt_view
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.money import maybe_usd
 
@@ -73,6 +75,7 @@ def cluster_ticks(
             type=kind, at=when, detail=detail, job=None, nodes=nodes, verdict=verdict
         )
 
+    receipts = {r.cluster: r for r in out.receipts}
     rows = []
     g = inp.island.gpus_per_node
     for cid, c in sorted(inp.clusters.items()):
@@ -106,6 +109,7 @@ def cluster_ticks(
                 rate=maybe_usd(out.rates.get(cid)),
                 verdicts=sorted(now),
                 events=events,
+                receipt=receipt_view(receipts[cid]) if cid in receipts else None,
             )
         )
     return tuple(rows)
