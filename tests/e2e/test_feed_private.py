@@ -33,7 +33,8 @@ def token_of(auth: dict[str, str]) -> str:
 
 def market(server: Server) -> dict[str, dict[str, str]]:
     """4 nodes of 8 GPUs; A (VM) wants 2 nodes at 3.0, B (VM) 3 nodes at 2.0, C (Kubernetes)
-    a job of 1 node at 2.5: the first tick gives A 2, C 1 and B the last one."""
+    a job of 1 node at 2.5 and one of 4 nodes at 1.5: the first tick gives A 2, C 1 and B the
+    last one."""
     make_island(server, ISLAND, nodes=4, reserve=1.0)
     make_account(server, "pv-acct", balance=100_000)
     auths = {
@@ -42,8 +43,11 @@ def market(server: Server) -> dict[str, dict[str, str]]:
     }
     ok(declare(server, auths["pv-a"], 16, 3.0))
     ok(declare(server, auths["pv-b"], 24, 2.0))
-    job = {"name": "train", "nodes": 1, "limit_price_per_gpu_hour": 2.5}
-    ok(server.client.post("/api/k8s/jobs", json=job, headers=auths["pv-c"]), 201)
+    for job in (
+        {"name": "train", "nodes": 1, "limit_price_per_gpu_hour": 2.5},
+        {"name": "wide", "nodes": 4, "limit_price_per_gpu_hour": 1.5},
+    ):
+        ok(server.client.post("/api/k8s/jobs", json=job, headers=auths["pv-c"]), 201)
     return auths
 
 
@@ -61,6 +65,28 @@ def authed(ws: ClientConnection, auth: dict[str, str]) -> ClientConnection:
         "channels": ["cluster"],
     }
     return ws
+
+
+def waits(
+    server: Server, auths: dict[str, dict[str, str]], rows: dict[str, dict[str, Any]]
+) -> None:
+    """Each row's pending cause and figures are those the tenant endpoints read of its tick."""
+    for name in ("pv-a", "pv-b"):
+        capacity = ok(server.client.get("/api/vm/capacity", headers=auths[name]))
+        row = rows[name]["data"]
+        assert (row["pending_reason"], row["pending_detail"]) == (
+            capacity["pending_reason"],
+            capacity["pending_detail"],
+        )
+    jobs = ok(server.client.get("/api/k8s/jobs", headers=auths["pv-c"]))
+    waiting = [
+        {key: job[key] for key in ("name", "nodes", "pending_reason", "pending_detail")}
+        for job in jobs
+        if job["state"] == "pending"
+    ]
+    assert rows["pv-c"]["data"]["pending_jobs"] == waiting
+    assert [job["name"] for job in waiting] == ["wide"]
+    assert waiting[0]["pending_reason"] is not None
 
 
 def held_rate(row: dict[str, Any]) -> tuple[int, float]:
@@ -97,7 +123,8 @@ def test_each_cluster_reads_its_own_ticks_and_nobody_elses(start_server: StartSe
             capacity["held_gpus"],
             capacity["pending_gpus"],
         )
-    assert (c["held_nodes"], c["pending_gpus"]) == (1, 0)
+    assert (c["held_nodes"], c["pending_gpus"]) == (1, 32)
+    waits(server, auths, first)
     for row in (a, b, c):  # the tick's receipt: why it pays its rate, the parts adding up
         receipt = row["receipt"]
         assert (receipt["tick"], receipt["nodes"], receipt["rate"]) == (1, *held_rate(row))
@@ -114,6 +141,7 @@ def test_each_cluster_reads_its_own_ticks_and_nobody_elses(start_server: StartSe
     assert {(m["type"], m["tick"]) for m in second.values()} == {("update", 2)}
     assert second["pv-a"]["data"]["events"] == []
     assert second["pv-b"]["data"]["pending_gpus"] == 16
+    waits(server, auths, second)
     # The hour is over: A's two nodes go to B, and each reads its side of it.
     tick(server)
     third = {name: recv_past_heartbeats(ws) for name, ws in sockets.items()}

@@ -11,25 +11,25 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from burstmarket.clock import to_datetime
-from burstmarket.contract import ClusterEventView, ClusterTickView
-from burstmarket.market.model import Cluster
+from burstmarket.contract import ClusterEventView, ClusterTickView, PendingJobView
+from burstmarket.market.model import BID_TOO_LOW, BILLING_HOLD, SPEND_LIMIT, Cluster
 from burstmarket.market.receipts import receipt_view
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.money import maybe_usd
 
-BID_TOO_LOW = "bid-too-low"
-
 VERDICT_WORDS = {
     BID_TOO_LOW: "the bid is under the island's reserve price: it can never clear",
-    "spend-limit": "the worst case of further grants does not fit the spend limit",
-    "billing-hold": "the account's balance is at or below zero: market capacity reclaimed",
+    SPEND_LIMIT: "the worst case of further grants does not fit the spend limit",
+    BILLING_HOLD: "the account's balance is at or below zero: market capacity reclaimed",
 }
+"""The verdicts (docs/market.md "Refusals"), each a pending cause that starts with a REFUSED
+line; the other causes (windows, outbid, ...) read in `pending_reason`, tick by tick."""
 
 
 def standing(c: Cluster) -> frozenset[str]:
-    """The verdicts standing against a cluster's demand (docs/market.md "Refusals")."""
+    """The verdicts standing against a cluster's demand."""
     verdicts = {BID_TOO_LOW} if c.bid_too_low else set()
-    if c.pending_reason is not None:
+    if c.pending_reason in (SPEND_LIMIT, BILLING_HOLD):
         verdicts.add(c.pending_reason)
     return frozenset(verdicts)
 
@@ -39,6 +39,9 @@ def cluster_ticks(
 ) -> tuple[ClusterTickView, ...]:
     """One row per cluster of the island. `before`: each cluster's `standing` verdicts as the
     tick found them (the tick changes the clusters in place)."""
+    # Here, not at the top: market/desks/ imports the market, which imports the runner and this.
+    from burstmarket.market.desks.pending_view import pending_detail_view
+
     island, tick, when = inp.island.id, inp.tick, to_datetime(inp.time)
     market: dict[str, list[str]] = defaultdict(list)
     block: Counter[str] = Counter()
@@ -76,6 +79,17 @@ def cluster_ticks(
         )
 
     receipts = {r.cluster: r for r in out.receipts}
+    waiting: dict[str, list[PendingJobView]] = defaultdict(list)
+    for j in inp.jobs:  # as the tick leaves them
+        if j.state == "pending":
+            waiting[j.cluster].append(
+                PendingJobView(
+                    name=j.name,
+                    nodes=j.nodes,
+                    pending_reason=j.pending_reason,
+                    pending_detail=pending_detail_view(j.pending_reason, j.pending_detail),
+                )
+            )
     rows = []
     g = inp.island.gpus_per_node
     for cid, c in sorted(inp.clusters.items()):
@@ -83,7 +97,7 @@ def cluster_ticks(
         was = before.get(cid, frozenset())
         events = []
         if reclaimed[cid]:
-            why = VERDICT_WORDS["billing-hold"] if "billing-hold" in now else "outbid or released"
+            why = VERDICT_WORDS[BILLING_HOLD] if BILLING_HOLD in now else "outbid or released"
             events.append(
                 event("Reclaimed", f"back to the island at this tick: {why}", reclaimed[cid], None)
             )
@@ -106,6 +120,8 @@ def cluster_ticks(
                 base_load_nodes=block[cid],
                 pending_gpus=out.pending.get(cid, 0),
                 pending_reason=c.pending_reason,
+                pending_detail=pending_detail_view(c.pending_reason, c.pending_detail),
+                pending_jobs=waiting[cid],
                 rate=maybe_usd(out.rates.get(cid)),
                 verdicts=sorted(now),
                 events=events,

@@ -47,4 +47,5 @@ def gather_output(
         holders_before=s.holders_before,
         verdicts=verdicts,
         blocks=list(s.changed_blocks.values()),
+        own_ladders=s.own_ladders,
     )
