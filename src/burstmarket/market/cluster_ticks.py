@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from burstmarket.clock import to_datetime
 from burstmarket.contract import ClusterEventView, ClusterTickView, PendingJobView
 from burstmarket.market.model import BID_TOO_LOW, BILLING_HOLD, SPEND_LIMIT, Cluster
+from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.market.receipts import receipt_view
 from burstmarket.market.tick import TickInput, TickOutput
 from burstmarket.money import maybe_usd
@@ -39,9 +40,6 @@ def cluster_ticks(
 ) -> tuple[ClusterTickView, ...]:
     """One row per cluster of the island. `before`: each cluster's `standing` verdicts as the
     tick found them (the tick changes the clusters in place)."""
-    # Here, not at the top: market/desks/ imports the market, which imports the runner and this.
-    from burstmarket.market.desks.pending_view import pending_detail_view
-
     island, tick, when = inp.island.id, inp.tick, to_datetime(inp.time)
     market: dict[str, list[str]] = defaultdict(list)
     block: Counter[str] = Counter()
