@@ -21,6 +21,10 @@ budget has room for), and the next chunk only once the socket has taken the last
 client that does not read costs one chunk, not the replay window. A new subscribe to a channel
 replaces that channel's replay, and everything a subscriber holds is dropped when it leaves. So
 a slow or hostile subscriber delays nobody and holds a bounded amount of memory.
+
+The hub names a channel by its rows' `key`: the channel's own name, but for a cluster's own
+channel (feed/private.py), which every cluster calls `cluster` and the hub `cluster:<id>`. A
+channel subscribed before it has any row gets its first row as the snapshot.
 """
 
 from __future__ import annotations
