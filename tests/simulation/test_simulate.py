@@ -252,6 +252,30 @@ def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Pat
     assert later > 0
 
 
+def test_simulated_receipts_cover_every_cluster_rate_and_add_up(simulated: Path) -> None:
+    """`simulate` writes receipts in the live layout: one per cluster rate, its parts adding
+    up to its amount, its amount the rate × GPUs × the tick's interval."""
+    history = simulated / "history"
+    ((rates, receipts, matched, summed, billed),) = query(
+        f"SELECT (SELECT count(*) FROM {parquet(history, 'cluster_rates')}), count(*), "
+        f"count(c.cluster), "
+        "count(*) FILTER (WHERE reserve_units + displaced_units + core_units + protected_units"
+        " = amount_units), "
+        "count(*) FILTER (WHERE amount_units = (r.rate * 1000000)::HUGEINT * r.gpus"
+        " * (r.tick_seconds * 1000)::BIGINT)"
+        f" FROM {parquet(history, 'receipts')} r "
+        f"LEFT JOIN {parquet(history, 'cluster_rates')} c USING (island, tick, cluster)"
+    )
+    assert rates > 100
+    assert receipts == matched == summed == billed == rates
+    # a coalition is named exactly where the core added something
+    ((unexplained,),) = query(
+        f"SELECT count(*) FROM {parquet(history, 'receipts')} "
+        "WHERE (core_units > 0) != (coalition IS NOT NULL)"
+    )
+    assert unexplained == 0
+
+
 def test_the_service_serves_simulated_history_in_its_own_units(
     simulated: Path, start_server: StartServer
 ) -> None:
