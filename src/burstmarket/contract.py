@@ -269,11 +269,12 @@ class PendingDetailView(View, omit_defaults=True):
     own and leaves the others out."""
 
     since: Time | None = None
-    """billing-hold: the first tick that held the demand back."""
+    """billing-hold: since when the account's balance is at or below zero (as
+    `GET /api/account` reads it)."""
     balance_usd: Amount | None = None
     """billing-hold: the account's balance."""
     left_usd: Amount | None = None
-    """spend-limit: what is left of the limit (negative when over it)."""
+    """spend-limit: what is left of the limit (never negative)."""
     worst_case_usd: Amount | None = None
     """spend-limit: the worst case of the demand that does not fit."""
     ceiling: Price | None = None
@@ -329,7 +330,7 @@ class BidView(View):
 
 class JobEventView(View):
     type: str
-    """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
+    """BidTooLow, Outbid, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
     at: Time
     detail: str
 
@@ -677,6 +678,52 @@ class LadderView(FeedRow):
             "to those protection windows hold now"
         ),
     ]
+
+
+class LaterPriceView(View):
+    at: Time
+    price_per_gpu_hour: Price
+
+
+class OwnRungView(View):
+    nodes: Annotated[int, msgspec.Meta(description="n more nodes than the cluster holds")]
+    gpus: int
+    price_per_gpu_hour: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per GPU-hour: the lowest price at which, if nothing else changed, "
+            "the next tick grants n more nodes (or, with contestable_at, the tick then)"
+        ),
+    ]
+    usd_per_hour: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per hour the cluster's whole holding would be billed then, at most"
+        ),
+    ]
+    contestable_at: Annotated[
+        Time | None,
+        msgspec.Meta(description="null: the next tick grants it; else when windows let it"),
+    ]
+    later: Annotated[
+        list[LaterPriceView],
+        msgspec.Meta(
+            description="the rung's price from each later time windows lapse within the hour, "
+            "where it changes"
+        ),
+    ]
+
+
+class OwnLadderView(View):
+    """The cluster's own ladder at the island's latest tick, its own demand left out
+    (`GET /api/ladder`)."""
+
+    cluster: str
+    island: str
+    tick: int
+    time: Time
+    held_nodes: int
+    rungs: list[OwnRungView]
 
 
 class RateView(View):

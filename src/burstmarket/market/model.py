@@ -101,11 +101,11 @@ class PendingDetail(NamedTuple):
     times in market ns."""
 
     since: int | None = None
-    """billing-hold: the first tick that held the cluster's demand back."""
+    """billing-hold: since when the account's balance is at or below zero."""
     balance: int | None = None
     """billing-hold: the account's balance."""
     spend_left: int | None = None
-    """spend-limit: what is left of the limit in its window (negative when over it)."""
+    """spend-limit: what is left of the limit in its window (never negative)."""
     worst_case: int | None = None
     """spend-limit: the worst case of the demand that does not fit."""
     ceiling: int | None = None

@@ -18,6 +18,7 @@ The auction clears holding nothing, so declarations never wait for it:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from time import perf_counter
@@ -27,12 +28,19 @@ from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
-from burstmarket.market.figures import Figures, LastTick
+from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
-from burstmarket.market.lookups import read_island
-from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
+from burstmarket.market.lookups import billing_hold_since, read_island
+from burstmarket.market.model import (
+    BASE_LOAD_GRACE_NS,
+    BILLING_HOLD,
+    Block,
+    Cluster,
+    Node,
+    newest_first,
+)
 from burstmarket.market.purchases import purchase_money
 from burstmarket.market.tables import (
     ALLOCATIONS,
@@ -100,7 +108,7 @@ class TickRunner:
                 with self._db.write() as cur:
                     self._late_scale_downs(inp, out, final)
                     _write(cur, inp, out)
-                figures.ticked(island_id, LastTick(number, at), out.rates)
+                figures.ticked(island_id, LastTick(number, at), out.rates, _own(number, at, out))
                 figures.fold(out.ledger)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
                 self._clock.ticked(at)  # market time moves with a committed tick only
@@ -126,6 +134,7 @@ class TickRunner:
         if any(c.spend_limit is not None for c in clusters.values()):
             spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
         blocks = [BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)]
+        balances = {c.account: self._figures.balance(c.account) for c in clusters.values()}
         return TickInput(
             island=island,
             tick=number,
@@ -134,7 +143,8 @@ class TickRunner:
             clusters=clusters,
             nodes=NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)),
             jobs=JOBS.from_arrow(fetch_arrow(cur, "island_jobs", island=island_id)),
-            balances={c.account: self._figures.balance(c.account) for c in clusters.values()},
+            balances=balances,
+            hold_since=_hold_since(cur, clusters.values(), balances),
             spent=spent,
             rates=self._figures.rates(island_id),
             blocks=blocks,
@@ -275,9 +285,31 @@ def _committed(
     )
 
 
+def _own(tick: int, at: int, out: TickOutput) -> OwnLadders:
+    held: dict[str, int] = defaultdict(int)
+    for cluster, _, kind in out.allocations:
+        if kind != "base_load":
+            held[cluster] += 1
+    return OwnLadders(tick, at, out.own_ladders, dict(held), out.newcomer_ladders)
+
+
 def _time(ns: int | None) -> datetime | None:
     return None if ns is None else to_datetime(ns)
 
 
 def _usd(micros: int | None) -> Decimal | None:
     return None if micros is None else micros_to_decimal(micros)
+
+
+def _hold_since(
+    cur: Cursor, clusters: Iterable[Cluster], balances: dict[str, int]
+) -> dict[str, int]:
+    """Since when each account at or below zero is, read only for a billing hold that starts
+    (a cluster already on hold keeps its `since`)."""
+    starting = {
+        c.account
+        for c in clusters
+        if balances.get(c.account, 0) <= 0 and c.pending_reason != BILLING_HOLD
+    }
+    found = {a: billing_hold_since(cur, a) for a in sorted(starting)}
+    return {a: since for a, since in found.items() if since is not None}

@@ -38,6 +38,8 @@ class TickInput:
     given back, and closed, when the block stops."""
     billed: Billed | None = None
     """How far the island's market billing has gone (None: never billed)."""
+    hold_since: dict[str, int] = field(default_factory=dict)
+    """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
 
 
 @dataclass(slots=True)
@@ -67,3 +69,5 @@ class TickOutput:
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
     own_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
     """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
+    newcomer_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Kind -> the own ladder of a cluster of that kind made since the tick."""

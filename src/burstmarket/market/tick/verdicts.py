@@ -4,8 +4,10 @@ REFUSED line, not one every tick, and a job that becomes outbid with one `Outbid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Final, Protocol, get_args
+import itertools
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from typing import Final, get_args
 
 from burstmarket.auction import Clearing
 from burstmarket.clock import to_datetime
@@ -26,6 +28,7 @@ from burstmarket.market.model import (
     Job,
     PendingDetail,
 )
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.money import units_to_micros, usd
 from burstmarket.states import HeldBack, PendingReason
@@ -96,28 +99,20 @@ SMALL_WAITS: Final[tuple[PendingReason, ...]] = (
 )
 
 
-class Rung(Protocol):
-    """What a pending cause reads of a rung of the cluster's own ladder."""
-
-    price: int
-    contestable_at: int | None
-    later: tuple[tuple[int, int], ...]
-
-
-def pending_reasons(s: TickState, low: set[str], ladders: Mapping[str, Sequence[Rung]]) -> None:
+def pending_reasons(s: TickState, low: set[str]) -> None:
     """Each cluster's and each pending job's cause, with its figures, from this tick (`low`:
-    the clusters under the reserve; `ladders`: each cluster's own ladder for the next tick).
-    A refusal that starts logs its one REFUSED line; a job that becomes outbid gets one
-    `Outbid` event."""
-    market = s.market_nodes()
+    the clusters under the reserve; windows and outbid read each cluster's own ladder,
+    `s.own_ladders`). A refusal that starts logs its one REFUSED line; a job that becomes
+    outbid gets one `Outbid` event."""
+    supply = _Supply(s)
     for c in s.sorted_clusters():
         refusal = _refusal(s, c)
-        rungs = ladders.get(c.id, ())
+        rungs = s.own_ladders.get(c.id, ())
         if KINDS[c.kind].runs_jobs:
-            causes = [_job_cause(s, c, job, refusal, market, rungs) for job in _jobs(s, c)]
+            causes = [_job_cause(s, c, job, refusal, supply, rungs) for job in _jobs(s, c)]
             cause = refusal or _first(causes)
         else:
-            cause = refusal or _declared_cause(s, c, c.id in low, market, rungs)
+            cause = refusal or _declared_cause(s, c, c.id in low, supply, rungs)
         reason, detail = cause if cause is not None else (None, None)
         held_back = s.refused.get(c.id)
         starts = held_back is not None and held_back != c.pending_reason
@@ -126,6 +121,36 @@ def pending_reasons(s: TickState, low: set[str], ladders: Mapping[str, Sequence[
         if (reason, detail) != (c.pending_reason, c.pending_detail):
             c.pending_reason, c.pending_detail = reason, detail
             s.changed_clusters[c.id] = c
+
+
+class _Supply:
+    """What the island has to give: its market nodes (no-supply), and when windows let them go
+    (nodes held past the own ladder's hour), read once a tick and only if asked."""
+
+    def __init__(self, s: TickState) -> None:
+        self._s = s
+        self.market = s.market_nodes()
+        self._ends: list[int] | None = None
+
+    def contestable_at(self, c: Cluster, nodes: int) -> int | None:
+        """When `nodes` market nodes the cluster does not hold can be contested: free ones at
+        the next tick, the others' at their window's end (None: not even then)."""
+        s = self._s
+        need = nodes - s.free_count()
+        if need <= 0:
+            return s.now + s.inp.interval_ns
+        if self._ends is None:
+            everyone = itertools.chain.from_iterable(s.held(o.id) for o in s.sorted_clusters())
+            self._ends = sorted(n.window_ends_at or s.now for n in everyone)
+        ends = self._ends
+        own = sorted(n.window_ends_at or s.now for n in s.held(c.id))
+
+        def others_by(i: int) -> int:
+            """Other clusters' nodes free by the time `ends[i]`."""
+            return bisect_right(ends, ends[i]) - bisect_right(own, ends[i])
+
+        i = bisect_left(range(len(ends)), need, key=others_by)
+        return ends[i] if i < len(ends) else None
 
 
 def _jobs(s: TickState, c: Cluster) -> list[Job]:
@@ -146,7 +171,9 @@ def _refusal(s: TickState, c: Cluster) -> Cause | None:
     held_back = s.refused.get(c.id)
     if held_back == BILLING_HOLD:
         last = c.pending_detail if c.pending_reason == BILLING_HOLD else None
-        since = last.since if last is not None and last.since is not None else s.now
+        since = last.since if last is not None else None
+        if since is None:  # the hold starts: since the balance went to or below zero
+            since = s.inp.hold_since.get(c.account, s.now)
         balance = units_to_micros(s.inp.balances.get(c.account, 0))
         return BILLING_HOLD, PendingDetail(since=since, balance=balance)
     if held_back == SPEND_LIMIT:
@@ -171,7 +198,7 @@ def _jobs_worst(s: TickState, c: Cluster) -> int | None:
 
 
 def _declared_cause(
-    s: TickState, c: Cluster, low: bool, market: int, rungs: Sequence[Rung]
+    s: TickState, c: Cluster, low: bool, supply: _Supply, rungs: Sequence[OwnRung]
 ) -> Cause | None:
     """Why a VM cluster's pending nodes wait (none pending: no cause)."""
     nodes = KINDS[c.kind].pending_gpus(s, c) // s.gpus_per_node
@@ -181,9 +208,9 @@ def _declared_cause(
     if low:
         return BID_TOO_LOW, PendingDetail(ceiling=ceiling, reserve=s.reserve_price)
     declared = c.max_gpus // s.gpus_per_node
-    if declared > market:
-        return NO_SUPPLY, PendingDetail(nodes=declared, market_nodes=market)
-    return _price_cause(s, nodes, ceiling, rungs)
+    if declared > supply.market:
+        return NO_SUPPLY, PendingDetail(nodes=declared, market_nodes=supply.market)
+    return _price_cause(s, supply, c, nodes, ceiling, rungs)
 
 
 def _job_cause(
@@ -191,8 +218,8 @@ def _job_cause(
     c: Cluster,
     job: Job,
     refusal: Cause | None,
-    market: int,
-    rungs: Sequence[Rung],
+    supply: _Supply,
+    rungs: Sequence[OwnRung],
 ) -> Cause | None:
     """Why a pending job waits (set on the job; none once it runs). A job smaller than one
     node never bids: it waits only for its block (`Job.reason`)."""
@@ -200,7 +227,7 @@ def _job_cause(
     if job.state == "pending" and job.small:
         cause = _small_cause(job)
     elif job.state == "pending":
-        cause = _gang_cause(s, c, job, refusal, market, rungs)
+        cause = _gang_cause(s, c, job, refusal, supply, rungs)
     reason, detail = cause if cause is not None else (None, None)
     if reason == OUTBID and job.pending_reason != OUTBID and detail is not None:
         s.event(job, "Outbid", _outbid_words(detail))
@@ -220,8 +247,8 @@ def _gang_cause(
     c: Cluster,
     job: Job,
     refusal: Cause | None,
-    market: int,
-    rungs: Sequence[Rung],
+    supply: _Supply,
+    rungs: Sequence[OwnRung],
 ) -> Cause | None:
     if refusal is not None and refusal[0] == BILLING_HOLD:
         return refusal
@@ -236,18 +263,21 @@ def _gang_cause(
     if job.bid_too_low or price is None or price < s.reserve_price:
         return BID_TOO_LOW, PendingDetail(ceiling=price, reserve=s.reserve_price)
     nodes = job.nodes - len(s.credit.get(key, []))
-    if nodes > market:
-        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=market)
-    return _price_cause(s, nodes, price, rungs) if nodes > 0 else None
+    if nodes > supply.market:
+        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=supply.market)
+    return _price_cause(s, supply, c, nodes, price, rungs) if nodes > 0 else None
 
 
-def _price_cause(s: TickState, nodes: int, ceiling: int, rungs: Sequence[Rung]) -> Cause:
+def _price_cause(
+    s: TickState, supply: _Supply, c: Cluster, nodes: int, ceiling: int, rungs: Sequence[OwnRung]
+) -> Cause:
     """windows or outbid, from rung `nodes` of the cluster's own ladder: windows when a time
     they lapse brings the price to win within the ceiling (the first such time), else outbid
-    (the price to win, at the next tick or from when windows let the nodes go)."""
+    (the price to win, at the next tick or from when windows let the nodes go). No rung:
+    windows hold the nodes past the ladder's hour, so no price is known yet."""
     if len(rungs) < nodes:
-        # no price wins them within the ladder's hour: the nodes are not to be had
-        return NO_SUPPLY, PendingDetail(nodes=nodes, market_nodes=s.market_nodes())
+        at = supply.contestable_at(c, nodes)
+        return WINDOWS, PendingDetail(ceiling=ceiling, nodes=nodes, contestable_at=at)
     rung = rungs[nodes - 1]
     at = rung.contestable_at
     if at is None and rung.price <= ceiling:
