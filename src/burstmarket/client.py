@@ -112,6 +112,11 @@ class TickReport(Stats, frozen=True):
     islands: list[Stats]
 
 
+class LaterPrice(msgspec.Struct, frozen=True):
+    at: datetime
+    price_per_gpu_hour: Decimal
+
+
 class Rung(msgspec.Struct, frozen=True):
     """The price to win `nodes` whole nodes: displacing the lowest standing bids it takes."""
 
@@ -124,6 +129,9 @@ class Rung(msgspec.Struct, frozen=True):
     time enough protection windows end for it to be."""
     reason: str | None = None
     """Why it cannot be contested now, in words; None when it can."""
+    later: list[LaterPrice] = []
+    """The rung's price from each later time windows end within the hour, where it changes:
+    the next release may bring more supply, so waiting may cost less."""
 
     @property
     def contestable_now(self) -> bool:
@@ -140,11 +148,6 @@ class Ladder(msgspec.Struct, frozen=True):
     def rung(self, nodes: int) -> Rung | None:
         """The rung for `nodes` nodes; None past every node that is or will be contestable."""
         return next((r for r in self.rungs if r.nodes == nodes), None)
-
-
-class LaterPrice(msgspec.Struct, frozen=True):
-    at: datetime
-    price_per_gpu_hour: Decimal
 
 
 class OwnRung(msgspec.Struct, frozen=True):

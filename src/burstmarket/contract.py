@@ -639,6 +639,12 @@ class TickStats(FeedRow):
     reserve_price: Price
 
 
+class LadderLaterView(View):
+    at: Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
+    """RFC 3339, as the feed spells it (clock.rfc3339)."""
+    price_per_gpu_hour: Price
+
+
 class LadderRungView(View):
     nodes: int
     gpus: int
@@ -663,6 +669,13 @@ class LadderRungView(View):
         str | None,
         msgspec.Meta(
             description="why the rung cannot be contested now, in words; null when it can"
+        ),
+    ]
+    later: Annotated[
+        list[LadderLaterView],
+        msgspec.Meta(
+            description="the rung's price from each later time protection windows end within "
+            "the hour, where it changes: the next release may bring more supply"
         ),
     ]
 

@@ -5,10 +5,12 @@ outbid gets one `Outbid` event (docs/market.md "Why it waits")."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from burstmarket.client import SyncTenantClient
 from tests.conftest import Server
 from tests.e2e.support import (
     declare,
@@ -17,6 +19,7 @@ from tests.e2e.support import (
     make_island,
     ok,
     read_job,
+    refused_for,
     set_bid,
     tick,
     when,
@@ -42,14 +45,6 @@ def _why(answer: Any) -> tuple[str | None, Any]:
 
 def _spend_limit(server: Server, auth: dict[str, str], usd: float) -> None:
     ok(server.client.put("/api/spend-limit", json={"usd_per_day": usd}, headers=auth))
-
-
-def _lines(server: Server, code: str, cluster: str) -> list[str]:
-    return [
-        line
-        for line in server.refused_lines()
-        if f"reason={code} " in line and f" cluster={cluster} " in line
-    ]
 
 
 def test_a_billing_hold_names_since_when_and_the_balance(shared_server: Server) -> None:
@@ -81,8 +76,8 @@ def test_a_billing_hold_names_since_when_and_the_balance(shared_server: Server) 
     tick(server, count=2, island="wbh")  # since the first tick that held it, one line each
     assert _why(_capacity(server, vm))[1]["since"] == since
     assert read_job(server, k, "wait")["pending_detail"]["since"] == since
-    assert len(_lines(server, "billing-hold", "wbh-vm")) == 1
-    assert len(_lines(server, "billing-hold", "wbh-k")) == 1
+    assert len(refused_for(server, "billing-hold", "wbh-vm")) == 1
+    assert len(refused_for(server, "billing-hold", "wbh-k")) == 1
 
 
 def test_the_spend_limit_names_what_is_left_and_the_worst_case(shared_server: Server) -> None:
@@ -108,7 +103,7 @@ def test_the_spend_limit_names_what_is_left_and_the_worst_case(shared_server: Se
         {"left_usd": 20.0, "worst_case_usd": 32.0},
     )
     assert _why(_bid(server, k))[0] == "spend-limit"
-    assert len(_lines(server, "spend-limit", "wsl-vm")) == 1
+    assert len(refused_for(server, "spend-limit", "wsl-vm")) == 1
 
 
 def test_a_bid_under_the_reserve_names_the_ceiling_and_the_reserve(
@@ -231,9 +226,16 @@ def test_a_bid_under_what_the_others_pay_is_outbid_with_one_event(
         3.0,
     )
     assert _why(_bid(server, k))[0] == "outbid"
+    # the typed client reads the same, its money exact
+    with SyncTenantClient(server.url, vm["Authorization"].removeprefix("Bearer ")) as me:
+        figures = me.capacity().pending_detail
+        assert figures is not None
+        assert (figures.price_to_win, figures.ceiling) == (Decimal("4.0001"), Decimal(2))
+    with SyncTenantClient(server.url, k["Authorization"].removeprefix("Bearer ")) as me:
+        assert me.job("cheap").pending_reason == "outbid"
     tick(server, count=3, island="wob")
     events = [e for e in read_job(server, k, "cheap")["events"] if e["type"] == "Outbid"]
     assert len(events) == 1
     assert "4.0001" in events[0]["detail"]
-    assert _lines(server, "outbid", "wob-k") == []  # not a refusal: no REFUSED line
+    assert refused_for(server, "outbid", "wob-k") == []  # not a refusal: no REFUSED line
     assert _why(_capacity(server, holder)) == (None, None)

@@ -25,14 +25,12 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction import kernels
+from burstmarket.auction.clear import suffix_block
 from burstmarket.auction.knapsack import Table, add_group, empty
 from burstmarket.auction.types import Unit
 from burstmarket.money import PRICE_STEP
 
 Ints = npt.NDArray[np.int64]
-
-TABLE_BUDGET = 128 << 20
-"""Bytes of suffix tables `values_without` keeps at once (as clear.py's VCG)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,29 +102,19 @@ def without(
         item_sizes[pick],
         item_values[pick],
         at,
-        _block(len(removed), supply + 1),
+        suffix_block(len(removed), supply + 1),
     )
     rows = found[np.argsort(queried)]
     return [Others(low, rows[k], total - int(own[k])) for k in range(len(removed))]
 
 
-def _block(groups: int, length: int) -> int:
-    return 1 if (groups + 1) * length * 8 <= TABLE_BUDGET else max(1, int(np.sqrt(groups)))
-
-
 def prices(
     others: Others, supply: int, held: int, rungs: int, g: int, reserve: int, gang: bool
-) -> list[int | None]:
-    """The price of rungs n = 1 … `rungs` (None: more than `supply` nodes in all)."""
+) -> Ints:
+    """The price of rungs n = 1 … `rungs`, −1 where more than `supply` nodes in all."""
     best = others.values[supply - others.low :: -1] if supply >= others.low else others.values[:0]
     steps = kernels.growth_steps(np.ascontiguousarray(best), held, rungs, g * PRICE_STEP, gang)
-    out: list[int | None] = []
-    for n, k in enumerate(steps.tolist(), start=1):
-        total = n if gang else held + n
-        if k < 0:
-            out.append(None)
-        elif others.nodes + total <= supply:
-            out.append(reserve)  # room for every bid and the cluster's too
-        else:
-            out.append(reserve + k * PRICE_STEP)
-    return out
+    total = np.arange(1, rungs + 1) + (0 if gang else held)
+    room = others.nodes + total <= supply  # room for every bid and the cluster's too
+    found = np.where(room, reserve, reserve + steps * PRICE_STEP)
+    return np.where(steps < 0, -1, found)

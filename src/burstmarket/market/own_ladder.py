@@ -14,10 +14,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+import numpy.typing as npt
+
 from burstmarket.auction import IslandInput, Release, growth
 from burstmarket.clock import NS_PER_HOUR
 
-OWN_RUNGS = 64
+Ints = npt.NDArray[np.int64]
+
+OWN_RUNGS = 16
 """The most rungs a cluster's own ladder has (`GET /api/ladder?max_nodes=` keeps the first)."""
 LATER_TIMES = 8
 """The most times within the hour a cluster's own ladder is priced at, the earliest first: each
@@ -73,13 +78,16 @@ class Holding:
             tuple((end, lock) for end, lock in self.caps if end > time),
         )
 
-    def billed(self, n: int, price: int, g: int) -> int:
-        """Its whole holding's bill per hour at most, with n more at `price`: a payment never
-        exceeds the bid nor a protected node's cap."""
+    def billed(self, prices: Ints, g: int) -> Ints:
+        """Its whole holding's bill per hour at most with n = 1, 2 … more at `prices[n − 1]`:
+        a payment never exceeds the bid nor a protected node's cap."""
+        more = np.arange(1, len(prices) + 1)
         if self.gang:
-            return self.paid + n * price * g
-        capped = sum(max(lock, price) for _, lock in self.caps)
-        return (capped + (self.held + n) * price) * g
+            return self.paid + more * prices * g
+        capped = np.zeros(len(prices), dtype=np.int64)
+        for _, lock in self.caps:
+            capped += np.maximum(lock, prices)
+        return (capped + (self.held + more) * prices) * g
 
 
 def own_ladders(
@@ -111,32 +119,42 @@ def own_ladders(
         levels.append(_priced(then, moved, rungs))
     out: dict[str, tuple[OwnRung, ...]] = {}
     for h in holdings:
-        ladder = []
-        for n in range(1, rungs + 1):
-            found = [
-                (at, price, billed)
-                for at, level in zip(times, levels, strict=True)
-                for price, billed in [level[h.cluster][n - 1]]
-                if price is not None
-            ]
-            if not found:
-                break
-            (since, price, billed), rest = found[0], found[1:]
-            later: list[tuple[int, int]] = []
-            last = price
-            for when, cost, _ in rest:
-                if cost != last and when is not None:
-                    later.append((when, cost))
-                    last = cost
-            ladder.append(OwnRung(n, n * g, price, billed, since, tuple(later)))
-        out[h.cluster] = tuple(ladder)
+        out[h.cluster] = _rungs(g, times, [level[h.cluster] for level in levels])
     return out
+
+
+def _rungs(
+    g: int, times: Sequence[int | None], levels: Sequence[tuple[list[int], list[int]]]
+) -> tuple[OwnRung, ...]:
+    """A cluster's rungs from its (prices, bills) at each time: a rung's own is the first that
+    has one (−1: none then); `later` lists the times after it where its price changes."""
+    ladder = []
+    for i, (price, billed) in enumerate(zip(*levels[0], strict=True)):
+        n = i + 1
+        since = times[0]
+        if price < 0:
+            first = next((k for k, (p, _) in enumerate(levels) if p[i] >= 0), None)
+            if first is None:
+                break
+            since, price, billed = times[first], levels[first][0][i], levels[first][1][i]
+        later: list[tuple[int, int]] = []
+        last = price
+        for at, (p, _) in zip(times[1:], levels[1:], strict=True):
+            if at is not None and since is not None and at <= since:
+                continue
+            if p[i] >= 0 and p[i] != last:
+                assert at is not None
+                later.append((at, p[i]))
+                last = p[i]
+        ladder.append(OwnRung(n, n * g, price, billed, since, tuple(later)))
+    return tuple(ladder)
 
 
 def _priced(
     auction: IslandInput, holdings: Sequence[Holding], rungs: int
-) -> dict[str, list[tuple[int | None, int]]]:
-    """Cluster -> (price or None, its bill then) of rungs 1 … `rungs` in `auction`."""
+) -> dict[str, tuple[list[int], list[int]]]:
+    """Cluster -> the prices of rungs 1 … `rungs` in `auction` (−1: more nodes than there
+    are) and its bills then."""
     supply, g, reserve = auction.nodes, auction.gpus_per_node, auction.reserve_price
     groups = [h for h in holdings if h.own]
     depth = max((h.held + rungs for h in holdings), default=0)
@@ -149,8 +167,6 @@ def _priced(
         others = tables.get(h.cluster, everyone)
         assert others is not None
         prices = growth.prices(others, supply, h.held, rungs, g, reserve, h.gang)
-        out[h.cluster] = [
-            (price, 0 if price is None else h.billed(n, price, g))
-            for n, price in enumerate(prices, start=1)
-        ]
+        billed = np.where(prices < 0, 0, h.billed(prices, g))
+        out[h.cluster] = (prices.tolist(), billed.tolist())
     return out

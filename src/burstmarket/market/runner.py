@@ -244,6 +244,10 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
                 rung.gpus,
                 micros_to_decimal(rung.price),
                 _time(rung.contestable_at),
+                [
+                    {"since": to_datetime(at), "price": micros_to_decimal(price)}
+                    for at, price in rung.later
+                ],
             )
             for rung in out.ladder
         ],

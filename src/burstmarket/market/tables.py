@@ -49,6 +49,8 @@ USD: Final = decimal(18, 6)
 SECONDS: Final = decimal(12, 3)
 """A duration of market time, exact to the ms."""
 TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
+LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
+"""A ladder rung's prices over time: from `since` on, `price` (USD per GPU-hour)."""
 """A VM cluster's declared units, oldest first (model.Tranche)."""
 LEVELS: Final = struct_list(price=BIGINT, nodes=INTEGER)
 """Other clusters' demand as price levels (µUSD per GPU-hour) × nodes (market/receipts.py)."""
@@ -311,6 +313,8 @@ class LadderRow:
     gpus: int
     price: Decimal
     contestable_at: datetime | None
+    later: list[dict[str, Any]]
+    """`{since, price}` items (LATER_PRICES)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +374,7 @@ LADDER: Final = Table(
         Column("gpus", INTEGER),
         Column("price", USD),
         Column("contestable_at", TIMESTAMPTZ, null=True),
+        Column("later", LATER_PRICES),
     ],
 )
 

@@ -82,7 +82,7 @@ def run_tick(inp: TickInput) -> TickOutput:
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s, low)
     held = [*bids.protected, *bids.stepping_down]
-    ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
+    ladder = published_ladder(coming.auction, releases, s.now)
     out = gather_output(s, clearing, {n.id for n in held}, low, ladder)
     # why each cluster pays what `billing.charge` billed it for the interval
     out.receipts = receipts(

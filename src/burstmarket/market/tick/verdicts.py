@@ -297,7 +297,8 @@ def _price_cause(
 def _outbid_words(d: PendingDetail) -> str:
     """The `Outbid` event's detail."""
     price, ceiling = usd(d.price or 0), usd(d.ceiling or 0)
-    words = f"{price} USD/GPU-h wins its {d.nodes} nodes, over its limit {ceiling}"
+    nodes = f"{d.nodes} node" + ("" if d.nodes == 1 else "s")
+    words = f"{price} USD/GPU-h wins its {nodes}, over its limit {ceiling}"
     return words if d.contestable_at is None else f"{words} (from {to_datetime(d.contestable_at)})"
 
 
