@@ -20,7 +20,7 @@ from burstmarket.history.dictionary import HISTORY, PARTITIONS
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
-TABLES = ("ticks", "cluster_rates", "allocations", "ladder")
+TABLES = ("ticks", "cluster_rates", "allocations", "ladder", "receipts")
 
 
 def run(*args: str) -> str:
@@ -169,7 +169,7 @@ def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> N
     # no work or trash directory left beside the history: a glob over the data dir reads it all
     assert sorted(p.name for p in simulated.iterdir() if p.is_dir()) == ["history"]
     layout = re.compile(
-        r"history/(ticks|cluster_rates|allocations|ladder)/island=(ref|edge)/"
+        r"history/(ticks|cluster_rates|allocations|ladder|receipts)/island=(ref|edge)/"
         r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet"
     )
     found = [
