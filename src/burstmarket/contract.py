@@ -750,6 +750,67 @@ class RatesView(FeedRow):
     rates: list[RateView]
 
 
+class ClusterEventView(View):
+    """What happened to a cluster at one tick, on its own feed channel."""
+
+    type: Annotated[
+        str,
+        msgspec.Meta(
+            description="Granted, Reclaimed (nodes won or lost at the tick), VerdictStarted, "
+            "VerdictEnded (`verdict`), or a job's event type (BidTooLow, Provisioned, "
+            "Preempted, ...)"
+        ),
+    ]
+    at: Time
+    detail: str
+    job: Annotated[str | None, msgspec.Meta(description="the job a job event is about")]
+    nodes: Annotated[list[str], msgspec.Meta(description="the nodes granted or reclaimed")]
+    verdict: Annotated[
+        str | None,
+        msgspec.Meta(description="bid-too-low, spend-limit or billing-hold (Verdict events)"),
+    ]
+
+
+class PendingJobView(View):
+    """A waiting job on its cluster's own feed channel: why it waits, with the figures."""
+
+    name: str
+    nodes: int
+    pending_reason: PendingReason | None
+    pending_detail: PendingDetailView | None
+
+
+class ClusterTickView(FeedRow):
+    """One tick of a cluster's own feed channel (`cluster`, docs/api.md "The feed")."""
+
+    cluster: str
+    kind: Kind
+    held_nodes: Annotated[int, msgspec.Meta(description="market nodes held after the tick")]
+    held_gpus: Annotated[int, msgspec.Meta(description="GPUs of those nodes")]
+    node_ids: Annotated[list[str], msgspec.Meta(description="the market nodes held")]
+    base_load_nodes: Annotated[int, msgspec.Meta(description="nodes of its base load block")]
+    pending_gpus: Annotated[int, msgspec.Meta(description="GPUs asked for and not held")]
+    pending_reason: Annotated[
+        PendingReason | None,
+        msgspec.Meta(description="why pending GPUs wait: the first cause that holds (or null)"),
+    ]
+    pending_detail: Annotated[
+        PendingDetailView | None, msgspec.Meta(description="the figures of pending_reason")
+    ]
+    pending_jobs: Annotated[
+        list[PendingJobView], msgspec.Meta(description="a Kubernetes cluster's waiting jobs")
+    ]
+    rate: Annotated[Price | None, msgspec.Meta(description="USD per GPU-hour this tick")]
+    verdicts: Annotated[list[str], msgspec.Meta(description="the verdicts standing after the tick")]
+    events: Annotated[
+        list[ClusterEventView], msgspec.Meta(description="what happened at this tick")
+    ]
+    receipt: Annotated[
+        ReceiptView | None,
+        msgspec.Meta(description="why it pays its rate this tick (null: no market nodes)"),
+    ]
+
+
 FEED_ROWS: tuple[type[FeedRow], ...] = (TickStats, LadderView, RatesView)
 """The published rows, each named by its feed's declaration (feeds/<name>.toml `row`)."""
 

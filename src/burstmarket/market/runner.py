@@ -27,6 +27,7 @@ from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
+from burstmarket.market.cluster_ticks import cluster_ticks, standing
 from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
@@ -97,6 +98,7 @@ class TickRunner:
             with snapshot as cur:
                 inp = self._tick_input(cur, island_id, number, at, billed)
             read = perf_counter()
+            before = {cid: standing(c) for cid, c in inp.clusters.items()}
             out = run_tick(inp)
             cleared = perf_counter()
             final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
@@ -114,7 +116,10 @@ class TickRunner:
             self._lock.end_tick()  # committed or not (then nothing was), waiters go on
         done = perf_counter()
         return _committed(
-            inp, out, {"read": read - started, "clear": cleared - read, "commit": done - cleared}
+            inp,
+            out,
+            before,
+            {"read": read - started, "clear": cleared - read, "commit": done - cleared},
         )
 
     def _tick_input(
@@ -252,7 +257,12 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
 
 
-def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
+def _committed(
+    inp: TickInput,
+    out: TickOutput,
+    before: dict[str, frozenset[str]],
+    durations: dict[str, float],
+) -> TickCommitted:
     island, tick, time = inp.island.id, inp.tick, to_datetime(inp.time)
     reserve = usd(inp.island.reserve_price)
     return TickCommitted(
@@ -274,6 +284,7 @@ def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> 
             reserve_price=reserve,
             rungs=render_published_ladder(out.ladder),
         ),
+        clusters=cluster_ticks(inp, out, before),
         durations=durations,
     )
 

@@ -49,9 +49,9 @@ USD: Final = decimal(18, 6)
 SECONDS: Final = decimal(12, 3)
 """A duration of market time, exact to the ms."""
 TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
+"""A VM cluster's declared units, oldest first (model.Tranche)."""
 LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
 """A ladder rung's prices over time: from `since` on, `price` (USD per GPU-hour)."""
-"""A VM cluster's declared units, oldest first (model.Tranche)."""
 PENDING_DETAIL: Final = struct(**{name: BIGINT for name in PendingDetail._fields})
 """The figures of why demand waits (model.PendingDetail), each member NULL unless its cause
 sets it."""

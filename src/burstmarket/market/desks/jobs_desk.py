@@ -16,12 +16,12 @@ from burstmarket.contract import BidChange, BidView, JobChange, JobEventView, Jo
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.desks.clusters_desk import check_kind
 from burstmarket.market.desks.inputs import name, optional_price, price
-from burstmarket.market.desks.pending_view import pending_detail_view
 from burstmarket.market.desks.spend_guard import SpendGuard, recommitted
 from burstmarket.market.guard import outgrown
 from burstmarket.market.lookups import cluster_nodes, read_cluster, read_cluster_and_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import LIVE, Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, usd
 from burstmarket.states import PendingReason

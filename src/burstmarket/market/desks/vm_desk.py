@@ -18,13 +18,13 @@ from burstmarket.contract import CapacityDeclaration, CapacityView, HeldNodeView
 from burstmarket.errors import Invalid, OffGrid
 from burstmarket.market.desks.clusters_desk import check_kind
 from burstmarket.market.desks.inputs import optional_price
-from burstmarket.market.desks.pending_view import pending_detail_view
 from burstmarket.market.desks.spend_guard import SpendGuard, recommitted
 from burstmarket.market.guard import outgrown
 from burstmarket.market.ledger import scale_down
 from burstmarket.market.lookups import cluster_nodes, read_cluster_and_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import Cluster, Island, Node, newest_first, resized
+from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.money import maybe_usd
 from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor

@@ -62,6 +62,8 @@ class TickState:
         self.changed_clusters: dict[str, Cluster] = {}
         self.changed_blocks: dict[str, Block] = {}
         self.events: list[JobEvent] = []
+        self.holders_before: dict[str, str | None] = {}
+        """Node -> its cluster before the tick first moved it (grant, free, join_block)."""
         self.books = Books(inp, self.changed_clusters)
 
         # what one phase leaves for the next ones
@@ -248,6 +250,7 @@ class TickState:
     def grant(self, n: Node, cluster: str, job: str | None) -> None:
         """Free node `n` becomes a market node of `cluster`, running `job` (None: idle). The
         caller sets its terms: grant time, window, hold, lock, commitment, idle time."""
+        self._moving(n)
         self._unindex(n)
         n.cluster, n.job = cluster, job
         self._index(n)
@@ -266,6 +269,7 @@ class TickState:
 
     def free(self, n: Node) -> None:
         """`n` goes back to the island with no billing (a block node, or one released)."""
+        self._moving(n)
         self._unindex(n)
         n.free()
         self._index(n)
@@ -274,6 +278,7 @@ class TickState:
     def join_block(self, b: Block, n: Node) -> None:
         """`n` becomes a node of block `b`: a free node with nothing of its past, a market node
         of the block's cluster with the job on it."""
+        self._moving(n)
         self._unindex(n)
         if n.cluster is None:
             n.free()
@@ -391,6 +396,10 @@ class TickState:
         self.changed_blocks[b.id] = b
 
     # --- keeping the indices --------------------------------------------------------------
+
+    def _moving(self, n: Node) -> None:
+        """`n` may change holder now: remember who held it before the tick."""
+        self.holders_before.setdefault(n.id, n.cluster)
 
     def _index(self, n: Node) -> None:
         if n.service is not None:

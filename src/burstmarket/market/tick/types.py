@@ -56,6 +56,11 @@ class TickOutput:
     allocations: list[tuple[str, str, AllocationKind]]
     """(cluster, node, kind) for every held node after the tick."""
     pending_gpus: int
+    pending: dict[str, int]
+    """Cluster -> the GPUs it asks for and does not hold after the tick (every cluster)."""
+    holders_before: dict[str, str | None]
+    """Node -> the cluster that held it before the tick, for every node the tick moved between
+    holders (the grants and reclaims of each cluster's own feed channel)."""
     verdicts: list[tuple[str, str]]
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
     blocks: list[Block] = field(default_factory=list)
