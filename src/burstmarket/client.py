@@ -197,6 +197,8 @@ class Job(msgspec.Struct, frozen=True):
     """Set for a job of pods smaller than one node (packed onto the cluster's block)."""
     reason: str | None = None
     """Why such a job waits: ReservedTooSmall, ReservedBusy, PackingDisabled."""
+    block: str | None = None
+    """The base load block the job runs on (then `rate` is null: it bids nothing)."""
 
 
 class SpendLimit(msgspec.Struct, frozen=True):

@@ -11,14 +11,23 @@ import contextlib
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
-from tests.browser.support import WAIT_MS, settled, sign_in
+from tests.browser.support import (
+    PHONE,
+    WAIT_MS,
+    OpenPage,
+    island_of,
+    no_sideways_scroll,
+    run_tick,
+    settled,
+    sign_in,
+)
 from tests.conftest import Server
 from tests.e2e.support import (
     buy,
@@ -29,48 +38,17 @@ from tests.e2e.support import (
     post_offers,
     set_bid,
     submit_job,
-    tick,
 )
 
-DESKTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
 NODE_SPEC = {
     "cpu": "240 vCPUs, AMD EPYC (Turin)",
     "gpus": "8x AMD MI355X 288 GB OAM",
     "network": "3200 Gbps scale-out",
 }
 
-OpenPage = Callable[..., Page]
-
-
-@pytest.fixture
-def open_page(browser: Browser) -> Iterator[OpenPage]:
-    """Pages in contexts of their own (a tab each: nothing of one reaches another), failing the
-    test on any script error."""
-    contexts = []
-    errors: list[str] = []
-
-    def open_(viewport: dict[str, int] = DESKTOP) -> Page:
-        context = browser.new_context(viewport=viewport, accept_downloads=True)
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        return page
-
-    yield open_
-    for context in contexts:
-        context.close()
-    assert not errors, errors
-
 
 def island_of_8_gpu_nodes(server: Server, island: str, nodes: int) -> None:
-    body = {"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0, "node_spec": NODE_SPEC}
-    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
-
-
-def run_tick(server: Server, island: str, count: int = 1) -> int:
-    """Ticks of the whole market; the island's tick number after them."""
-    return int(tick(server, count, island=island)["tick"])
+    island_of(server, island, nodes, NODE_SPEC)
 
 
 def alert(page: Page, card: str) -> str:
@@ -85,11 +63,6 @@ def usd(value: float) -> str:
 
 def utc(iso: str) -> str:
     return iso[:16].replace("T", " ")
-
-
-def no_sideways_scroll(page: Page) -> None:
-    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], width
 
 
 @pytest.mark.e2e
@@ -365,6 +338,7 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert "Provisioned" in [e["type"] for e in newest_first]
     settled(page, run_tick(server, island, 2))
     job.locator("button.finish").click()
+    job.locator("button.finish-yes").click()
     page.wait_for_function(
         "() => document.querySelector(\"#jobs .job[data-job='train']\").dataset.state"
         " === 'finished'",

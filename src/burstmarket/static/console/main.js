@@ -21,7 +21,6 @@ const REASONS = {
     + "case of what waits, at the price bid",
   "billing-hold": "a billing hold: the account's balance is at or below zero, so no market "
     + "capacity is held or granted until it is above zero again",
-  ReservedBusy: "waiting for the base load block: no live block, or its GPUs are all busy",
   ReservedTooSmall: "its pods are each smaller than a node but together larger than one: "
     + "resubmit with whole-node pods or fewer pods",
   PackingDisabled: "jobs smaller than a node need packing onto the block, which is not "
@@ -37,6 +36,7 @@ let lastTick = 0, lastTime = null;
 let refreshing = null, again = false;
 let picked = null;      // the offer cell picked in the buy card
 let ladder = [];
+const confirming = new Set();  // jobs whose Finish waits for its confirmation
 
 function el(tag, text, attrs = {}) {
   const node = document.createElement(tag);
@@ -189,9 +189,11 @@ function refresh() {
       const tick = lastTick;
       try {
         const spend = api.get("/api/spend-limit");  // the spend card's and a hold's figures
+        // a Kubernetes cluster's blocks: its block card's, and what its jobs on the block pay
+        const blocks = me.kind === "k8s" ? api.get("/api/base-load") : null;
         await Promise.all(me.kind === "vm"
           ? [showCapacity(spend), showSpend(spend), showBilling(), showBaseLoadForVm()]
-          : [showBidAndJobs(spend), showBlocks(), showOffers(), showSpend(spend),
+          : [showBidAndJobs(spend, blocks), showBlocks(blocks), showOffers(), showSpend(spend),
             showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
@@ -211,8 +213,8 @@ function showBaseLoadForVm() {
     + "holds capacity in the Preemptible section below.");
 }
 
-async function showBlocks() {
-  const { live, past } = await api.get("/api/base-load");
+async function showBlocks(blocksRead) {
+  const { live, past } = await blocksRead;
   const box = $("#your-block .live-block");
   if (!live) {
     box.replaceChildren(el("p", "No live block. A block bought below starts at once and "
@@ -354,12 +356,27 @@ async function showCapacity(spendRead) {
     + rate(cap.max_price_per_gpu_hour)
     + (cap.rate === null ? "." : `; paying ${rate(cap.rate)} now.`);
   box.dataset.held = String(cap.held_gpus);
+  say($(".rate-why", box), cap.rate === null || !cap.nodes.length ? "" : rateWhy(cap));
   const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
   say($(".pending-why", box), pending || cap.bid_too_low
     ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason, spend) : "");
   $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
     n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
   ])));
+}
+
+// "locked" beside "paying": the lock is what won each node (docs/market.md "Windows"), the rate
+// what the last tick's auction priced for all of them (step 7), so the two differ.
+function rateWhy(cap) {
+  const locks = cap.nodes.map((n) => n.locked_price).filter((p) => p !== null);
+  const low = Math.min(...locks), high = Math.max(...locks);
+  const locked = low === high ? price4(low) : `${price4(low)}–${price4(high)}`;
+  return `Paying ${rate(cap.rate)}: the rate the last tick's auction priced for the `
+    + `${plural(cap.nodes.length, "node")} you hold, what they keep other bids out of (the `
+    + "island's reserve at least), never above your ceiling"
+    + (cap.max_price_per_gpu_hour === null ? "." : ` of ${rate(cap.max_price_per_gpu_hour)}.`)
+    + ` Locked (${locked}) is the ceiling each node was won at: until its window ends no bid `
+    + "can take it, and it pays at most the higher of that lock and your ceiling now.";
 }
 
 function pendingWhy(bidTooLow, reason, spend) {
@@ -370,6 +387,14 @@ function pendingWhy(bidTooLow, reason, spend) {
   if (reason && REASONS[reason]) return heldBack(reason, spend);
   return "Not won at the last tick's prices, or declared since: the next tick decides (the "
     + "price to win is beside).";
+}
+
+// Why a job smaller than a node waits for the block: said from what the block is now.
+function reservedBusy(live) {
+  return live
+    ? `Waiting for room on the base load block ${live.id}: its ${live.gpus} GPUs are all busy.`
+    : "Waiting for a base load block: this cluster holds none live (one bought above starts "
+      + "at once).";
 }
 
 // A cluster's demand held back by the last tick, in words; a spend limit's with its figures.
@@ -428,11 +453,11 @@ function showLadder() {
 
 // --- Preemptible: Kubernetes ---------------------------------------------------------------
 
-async function showBidAndJobs(spendRead) {
-  const [bid, jobs, spend] = await Promise.all([api.get("/api/k8s/bid"),
-    api.get("/api/k8s/jobs"), spendRead]);
+async function showBidAndJobs(spendRead, blocksRead) {
+  const [bid, jobs, spend, blocks] = await Promise.all([api.get("/api/k8s/bid"),
+    api.get("/api/k8s/jobs"), spendRead, blocksRead]);
   showBid(bid, spend);
-  showJobs(jobs, bid.pending_reason);
+  showJobs(jobs, bid.pending_reason, blocks.live);
 }
 
 function showBid(bid, spend) {
@@ -443,9 +468,55 @@ function showBid(bid, spend) {
   say($("#bid .held-back"), bid.pending_reason ? heldBack(bid.pending_reason, spend) : "");
 }
 
+// What a job is, holds and pays, in words: pods share a node of the block; a job on the block
+// pays the block's rate and bids nothing, so it shows no limit; a job on the market shows the
+// limit it bids (its own, else the cluster's) and, running, the cluster's rate.
+function jobFigures(job, live) {
+  const pods = job.pods !== null;
+  const size = pods ? `${plural(job.pods, "pod")} × ${job.gpus_per_pod} GPUs`
+    : plural(job.nodes, "node");
+  const figures = [el("span", size)];
+  if (job.state === "running") {
+    const held = pods ? `${job.pods * job.gpus_per_pod} GPUs of node ${job.node_ids[0]}`
+      : `${plural(job.node_ids.length, "node")} held`;
+    figures.push(el("span", held, { class: "held-nodes" }));
+  }
+  if (job.block !== null) {
+    const blockRate = live && live.id === job.block ? ` at ${rate(live.rate_per_gpu_hour)}` : "";
+    figures.push(el("span", `on the base load block${blockRate}`, { class: "pays" }));
+  } else if (!pods && job.state !== "finished") {
+    if (job.rate !== null) figures.push(el("span", `paying ${rate(job.rate)}`, { class: "pays" }));
+    figures.push(el("span", job.limit_price_per_gpu_hour === null
+      ? "no limit: bids nothing on the market"
+      : `bids up to ${rate(job.limit_price_per_gpu_hour)}`, { class: "limit" }));
+  }
+  return figures;
+}
+
+// Finish asks first, in the job's own line; the question outlives the tick's redraw.
+function finishControls(job) {
+  if (!confirming.has(job.name)) {
+    const finish = el("button", "Finish", { type: "button", class: "finish" });
+    finish.addEventListener("click", () => { confirming.add(job.name); refresh(); });
+    return finish;
+  }
+  const box = el("span", null, { class: "confirm" });
+  const yes = el("button", "Yes, finish", { type: "button", class: "finish-yes" });
+  const keep = el("button", "Keep it", { type: "button", class: "keep" });
+  yes.addEventListener("click", () => {
+    confirming.delete(job.name);
+    act($("#jobs"), () => api.delete(`/api/k8s/jobs/${encodeURIComponent(job.name)}`));
+  });
+  keep.addEventListener("click", () => { confirming.delete(job.name); refresh(); });
+  box.append(el("span", job.state === "running"
+    ? `Finish ${job.name}? It stops now and its nodes go idle.`
+    : `Finish ${job.name}? It stops waiting and is never started.`), yes, keep);
+  return box;
+}
+
 // `held` is the cluster's pending reason: a billing hold holds back every job that bids (a
 // spend limit only those whose worst case does not fit, which the API does not name).
-function showJobs(jobs, held) {
+function showJobs(jobs, held, live) {
   const list = $("#jobs .job-list");
   if (!jobs.length) {
     list.replaceChildren(el("p", "No jobs yet.", { class: "note" }));
@@ -453,27 +524,16 @@ function showJobs(jobs, held) {
   }
   list.replaceChildren(...jobs.map((job) => {
     const box = el("div", null, { class: "job", "data-job": job.name, "data-state": job.state });
-    const size = job.pods ? `${job.pods} pods × ${job.gpus_per_pod} GPUs`
-      : plural(job.nodes, "node");
     const line = el("div", null, { class: "job-line" });
-    line.append(
-      el("b", job.name), el("span", size),
-      el("span", job.state, { class: `state ${job.state}` }),
-      el("span", `${plural(job.node_ids.length, "node")} held`, { class: "held-nodes" }),
-      el("span", job.rate === null ? "no rate" : rate(job.rate)),
-      el("span", `limit ${job.limit_price_per_gpu_hour === null ? "the cluster's"
-        : rate(job.limit_price_per_gpu_hour)}`),
-    );
-    if (job.state !== "finished") {
-      const finish = el("button", "Finish", { type: "button", class: "finish" });
-      finish.addEventListener("click", () => act($("#jobs"),
-        () => api.delete(`/api/k8s/jobs/${encodeURIComponent(job.name)}`)));
-      line.appendChild(finish);
-    }
+    line.append(el("b", job.name), el("span", job.state, { class: `state ${job.state}` }),
+      ...jobFigures(job, live));
+    if (job.state !== "finished") line.appendChild(finishControls(job));
     box.appendChild(line);
     const bids = job.state === "pending" && job.nodes > 0;
     const reason = job.reason || (bids && held === "billing-hold" ? held : null);
-    if (reason && REASONS[reason]) {
+    if (reason === "ReservedBusy") {
+      box.appendChild(el("p", reservedBusy(live), { class: "why" }));
+    } else if (reason && REASONS[reason]) {
       box.appendChild(el("p", `Waiting: ${REASONS[reason]}.`, { class: "why" }));
     } else if (job.bid_too_low && job.state === "pending") {
       box.appendChild(el("p", "Waiting: bid too low, under the island's reserve price.",
