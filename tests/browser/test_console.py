@@ -412,6 +412,19 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert figures.locator("dd[data-figure='owed by wire']").inner_text() == (
         f"1,520.00 USD due by {utc(block['owed_by'])}"
     )
+    # the account card says the same money from the account's side
+    money = second.locator("#account")
+    second.wait_for_function(
+        "() => document.querySelector(\"#account dd[data-figure='deposit held']\")"
+        ".innerText !== 'none'",
+        timeout=WAIT_MS,
+    )
+    assert money.locator("dd[data-figure='deposit held']").inner_text() == (
+        "10,000.00 USD (base load deposits, out of the balance)"
+    )
+    assert money.locator("dd[data-figure='owed by wire']").inner_text() == (
+        f"1,520.00 USD due by {utc(block['owed_by'])}"
+    )
     # a job of pods smaller than a node, on a cluster without packing: why it waits, in words
     new_job = second.locator("#jobs form.new-job")
     new_job.locator("input[name=name]").fill("tiny")
@@ -599,6 +612,12 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     assert job.get_attribute("data-state") == "pending"
     assert job.locator(".why").inner_text() == f"Waiting: {BILLING_HOLD_WORDS}."
     assert job.locator(".events li").first.get_attribute("data-type") == "Preempted"
+    since = ok(server.client.get("/api/account", headers=vm))["billing_hold_since"]
+    assert since is not None
+    for shown in (page, kube):
+        card = shown.locator("#account")
+        assert card.locator("dd[data-figure='billing hold']").inner_text() == f"since {utc(since)}"
+        assert card.locator(".hold-why").is_visible()
     page.screenshot(path=str(tmp_path / "vm-billing-hold.png"), full_page=True)
     kube.screenshot(path=str(tmp_path / "k8s-billing-hold.png"), full_page=True)
 
@@ -612,6 +631,7 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     assert kube.locator("#bid .held-back").is_hidden()
     assert job.get_attribute("data-state") == "running"
     assert job.locator(".why").count() == 0
+    assert page.locator("#account dd[data-figure='billing hold']").inner_text() == "none"
 
 
 class Outage:

@@ -26,6 +26,15 @@ from tests.conftest import Server
 from tests.e2e.support import declare, make_account, make_cluster, ok, set_bid
 
 
+def usd(value: float) -> str:
+    return f"{value:,.2f} USD"
+
+
+def account_card(page: Page) -> dict[str, str]:
+    terms = page.locator("#account dt").all_inner_texts()
+    return dict(zip(terms, page.locator("#account dd").all_inner_texts(), strict=True))
+
+
 def unclipped(page: Page, card: str) -> None:
     """Every table of the card shows all its columns: none scrolls sideways in its card."""
     widths = page.eval_on_selector_all(
@@ -83,6 +92,20 @@ def test_a_vm_page_leads_with_its_capacity_and_says_why_its_rate_is_not_its_lock
         "lock and your ceiling now."
     )
     assert held.locator("table.nodes tbody tr").count() == 4
+    # the account card: the account's money and this cluster's window, as the API reads them
+    account = ok(server.client.get("/api/account", headers=auth))
+    assert account["rate_usd_per_hour"] == 32.0  # 32 GPUs at the reserve
+    assert account_card(page) == {
+        "balance": usd(account["balance_usd"]),
+        "deposit held": "none",
+        "owed by wire": "nothing",
+        "billing hold": "none",
+        "spent (24 h window)": usd(account["spent_24h_usd"]),
+        "committed": usd(account["committed_usd"]),
+        "rate": "32.00 USD per hour (the account's clusters, market and base load)",
+        "runway": f"{account['runway_hours'] / 24:.1f} days "
+        f"({round(account['runway_hours'])} h) at that rate",
+    }
     unclipped(page, "#held")
     unclipped(page, "#ladder")
     assert chart.get_attribute("data-axis") != "0.00"  # billed now: a scale

@@ -192,9 +192,10 @@ function refresh() {
         // a Kubernetes cluster's blocks: its block card's, and what its jobs on the block pay
         const blocks = me.kind === "k8s" ? api.get("/api/base-load") : null;
         await Promise.all(me.kind === "vm"
-          ? [showCapacity(spend), showSpend(spend), showBilling(), showBaseLoadForVm()]
+          ? [showCapacity(spend), showSpend(spend), showAccount(), showBilling(),
+            showBaseLoadForVm()]
           : [showBidAndJobs(spend, blocks), showBlocks(blocks), showOffers(), showSpend(spend),
-            showBilling()]);
+            showAccount(), showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
@@ -565,6 +566,34 @@ async function showSpend(spendRead) {
   ];
   $("#spend .spend-figures").replaceChildren(...figures.flatMap(([term, value]) => [
     el("dt", term), el("dd", value, { "data-figure": term })]));
+}
+
+// --- the account: its money, this cluster's spend window, the runway ------------------------
+
+const runway = (h) => (h === null ? "none needed: nothing is billed per hour now"
+  : h >= 48 ? `${(h / 24).toFixed(1)} days (${Math.round(h)} h) at that rate`
+    : `${h.toFixed(1)} h at that rate`);
+
+async function showAccount() {
+  const a = await api.get("/api/account");
+  const figures = [
+    ["balance", usd(a.balance_usd)],
+    ["deposit held", a.deposit_held_usd ? `${usd(a.deposit_held_usd)} (base load deposits, `
+      + "out of the balance)" : "none"],
+    ["owed by wire", a.owed_usd ? `${usd(a.owed_usd)} due by ${time(a.owed_by)}` : "nothing"],
+    ["billing hold", a.billing_hold_since ? `since ${time(a.billing_hold_since)}` : "none"],
+    ["spent (24 h window)", usd(a.spent_24h_usd)],
+    ["committed", usd(a.committed_usd)],
+    ["rate", `${usd(a.rate_usd_per_hour)} per hour (the account's clusters, market and base `
+      + "load)"],
+    ["runway", runway(a.runway_hours)],
+  ];
+  const card = $("#account");
+  card.dataset.account = a.account;
+  $(".account-figures", card).replaceChildren(...figures.flatMap(([term, value]) => [
+    el("dt", term), el("dd", value, { "data-figure": term })]));
+  say($(".hold-why", card), a.billing_hold_since ? "The balance is at or below zero: no "
+    + "market capacity is held or granted until credit or a wire brings it above zero." : "");
 }
 
 // --- billing -------------------------------------------------------------------------------
