@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from burstmarket.market.ledger import Entry
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, Offer
+from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
     BIGINT,
@@ -39,6 +40,8 @@ SECONDS: Final = decimal(12, 3)
 """A duration of market time, exact to the ms."""
 TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
 """A VM cluster's declared units, oldest first (model.Tranche)."""
+LEVELS: Final = struct_list(price=BIGINT, nodes=INTEGER)
+"""Other clusters' demand as price levels (µUSD per GPU-hour) × nodes (market/receipts.py)."""
 
 
 def _own(name: str, kind: SqlType) -> Column:
@@ -363,6 +366,28 @@ VERDICTS: Final = Table(
     ],
 )
 
+RECEIPTS: Final = Table(
+    "receipts",
+    Receipt,
+    [
+        *_TICK,
+        Column("cluster", VARCHAR),
+        Column("nodes", INTEGER),
+        Column("gpus", INTEGER),
+        Column("rate", USD),
+        Column("amount", HUGEINT),
+        Column("reserve", HUGEINT),
+        Column("displaced", HUGEINT),
+        Column("core", HUGEINT),
+        Column("protected", HUGEINT),
+        Column("displaced_levels", LEVELS),
+        Column("coalition", LEVELS, null=True),
+        Column("coalition_value", BIGINT, null=True),
+        Column("protected_levels", LEVELS),
+        Column("capped", BOOLEAN),
+    ],
+)
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -378,5 +403,6 @@ TABLES: Final = (
     ALLOCATIONS,
     LADDER,
     VERDICTS,
+    RECEIPTS,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""

@@ -11,7 +11,9 @@ cluster's kind (market/kinds/: `KINDS[c.kind]`), never its name.
 
 from __future__ import annotations
 
+from burstmarket.clock import to_datetime
 from burstmarket.market.ladder import published_ladder
+from burstmarket.market.receipts import receipts
 from burstmarket.market.tick import (
     billing,
     block_delivery,
@@ -66,4 +68,15 @@ def run_tick(inp: TickInput) -> TickOutput:
     verdicts.pending_reasons(s)
     held = [*bids.protected, *bids.stepping_down]
     ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
-    return gather_output(s, clearing, {n.id for n in held}, low, ladder)
+    out = gather_output(s, clearing, {n.id for n in held}, low, ladder)
+    # why each cluster pays what `billing.charge` billed it for the interval
+    out.receipts = receipts(
+        inp.island.id,
+        inp.tick,
+        to_datetime(inp.time),
+        clearing,
+        s.reserve_price,
+        s.gpus_per_node,
+        inp.interval_ns,
+    )
+    return out

@@ -9,6 +9,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 
 
@@ -56,3 +57,5 @@ class TickOutput:
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
     blocks: list[Block] = field(default_factory=list)
     """Blocks whose row changed: billing progress, end of term, cancellation."""
+    receipts: list[Receipt] = field(default_factory=list)
+    """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
