@@ -26,6 +26,10 @@ from tests.conftest import Server
 from tests.e2e.support import declare, make_account, make_cluster, ok, set_bid
 
 
+def utc(iso: str) -> str:
+    return iso[:16].replace("T", " ")
+
+
 def usd(value: float) -> str:
     return f"{value:,.2f} USD"
 
@@ -57,9 +61,11 @@ def test_a_vm_page_leads_with_its_capacity_and_says_why_its_rate_is_not_its_lock
 ) -> None:
     server = shared_server
     island = "exp-vm"
-    island_of(server, island, 8)
+    island_of(server, island, 4)
     make_account(server, "exp-vm-acct", 5000)
     auth = make_cluster(server, "exp-vm-acct", island, "vm", "exp-vm-one")
+    make_account(server, "exp-vm-rival", 5000)
+    rival = make_cluster(server, "exp-vm-rival", island, "vm", "exp-vm-two")
 
     page = open_page()
     page.goto(server.url + "/console")
@@ -69,32 +75,75 @@ def test_a_vm_page_leads_with_its_capacity_and_says_why_its_rate_is_not_its_lock
     assert page.locator("#who").is_visible()
     # what a VM cluster can do comes first; base load (for Kubernetes clusters) after it
     assert top(page, "#preemptible") < top(page, "#base-load")
+    assert page.locator("#base-load-note").inner_text() == (
+        "Base load blocks are for Kubernetes clusters: this VM cluster holds capacity in the "
+        "Preemptible section above."
+    )
     # nothing billed yet: the chart's axis reads one zero, not three
     chart = page.locator("#billing canvas.spend-chart")
     assert chart.get_attribute("data-axis") == "0.00"
 
+    receipt = page.locator("#receipt")
+    assert receipt.locator(".receipt-head").inner_text() == (
+        "No market nodes held at a tick yet: nothing billed on the market to explain."
+    )
+
+    # the island's 4 nodes to this cluster at 2.5, over a rival's node at 2.0: the rival's
+    # bid is what they displace, so the rate is above the reserve and under the lock
     ok(declare(server, auth, 32, 2.5))
-    settled(page, run_tick(server, island))
+    ok(declare(server, rival, 8, 2.0))
+    island_tick = run_tick(server, island)
+    settled(page, island_tick)
     capacity = ok(server.client.get("/api/vm/capacity", headers=auth))
     assert capacity["held_gpus"] == 32
     assert {n["locked_price"] for n in capacity["nodes"]} == {2.5}
-    assert capacity["rate"] == 1.0  # nothing displaced: the reserve
+    assert capacity["rate"] == 1.25  # (the reserve on 32 GPUs + the rival's 8 over it) / 32
     held = page.locator("#held")
     assert held.locator(".holding").inner_text() == (
         "Holding 32 GPUs (4 nodes) of 32 declared at most 2.5000 USD/GPU-h; paying "
-        "1.0000 USD/GPU-h now."
+        "1.2500 USD/GPU-h now."
     )
     assert held.locator(".rate-why").inner_text() == (
-        "Paying 1.0000 USD/GPU-h: the rate the last tick's auction priced for the 4 nodes you "
+        "Paying 1.2500 USD/GPU-h: the rate the last tick's auction priced for the 4 nodes you "
         "hold, what they keep other bids out of (the island's reserve at least), never above "
         "your ceiling of 2.5000 USD/GPU-h. Locked (2.5000) is the ceiling each node was won "
         "at: until its window ends no bid can take it, and it pays at most the higher of that "
         "lock and your ceiling now."
     )
     assert held.locator("table.nodes tbody tr").count() == 4
+    # why this rate: the tick's receipt, its parts adding up to what the tick billed
+    (read,) = ok(server.client.get("/api/receipts", params={"tick": island_tick}, headers=auth))
+    parts = read["parts"]
+    assert parts["displaced"] > 0
+    assert read["displaced"] == [{"price": 2.0, "nodes": 1}]
+    assert receipt.get_attribute("data-tick") == str(island_tick)
+    assert receipt.locator(".receipt-head").inner_text() == (
+        f"Tick {island_tick} at {utc(read['time'])}: 4 market nodes (32 GPUs) at 1.2500 "
+        f"USD/GPU-h, {read['amount_usd']:.6f} USD for the tick's interval, in these parts:"
+    )
+    rows = receipt.locator("tbody tr")
+    assert [rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count())] == [
+        ["reserve", f"{parts['reserve']:.6f} USD", "the island's reserve price on the nodes won"],
+        [
+            "displaced",
+            f"{parts['displaced']:.6f} USD",
+            "the bids your won nodes keep out: 1 node bid 2.0000",
+        ],
+        [
+            "core addition",
+            f"{parts['core']:.6f} USD",
+            "none: no group of other bids offered more than the winners pay",
+        ],
+        ["protected", f"{parts['protected']:.6f} USD", "no node held under its window"],
+        [
+            "billed",
+            f"{read['amount_usd']:.6f} USD",
+            "the sum: what the tick billed for these nodes",
+        ],
+    ]
     # the account card: the account's money and this cluster's window, as the API reads them
     account = ok(server.client.get("/api/account", headers=auth))
-    assert account["rate_usd_per_hour"] == 32.0  # 32 GPUs at the reserve
+    assert account["rate_usd_per_hour"] == 40.0  # 32 GPUs at 1.25
     assert account_card(page) == {
         "balance": usd(account["balance_usd"]),
         "deposit held": "none",
@@ -102,7 +151,7 @@ def test_a_vm_page_leads_with_its_capacity_and_says_why_its_rate_is_not_its_lock
         "billing hold": "none",
         "spent (24 h window)": usd(account["spent_24h_usd"]),
         "committed": usd(account["committed_usd"]),
-        "rate": "32.00 USD per hour (the account's clusters, market and base load)",
+        "rate": "40.00 USD per hour (the account's clusters, market and base load)",
         "runway": f"{account['runway_hours'] / 24:.1f} days "
         f"({round(account['runway_hours'])} h) at that rate",
     }

@@ -192,10 +192,10 @@ function refresh() {
         // a Kubernetes cluster's blocks: its block card's, and what its jobs on the block pay
         const blocks = me.kind === "k8s" ? api.get("/api/base-load") : null;
         await Promise.all(me.kind === "vm"
-          ? [showCapacity(spend), showSpend(spend), showAccount(), showBilling(),
+          ? [showCapacity(spend), showSpend(spend), showAccount(), showReceipt(), showBilling(),
             showBaseLoadForVm()]
           : [showBidAndJobs(spend, blocks), showBlocks(blocks), showOffers(), showSpend(spend),
-            showAccount(), showBilling()]);
+            showAccount(), showReceipt(), showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
@@ -211,7 +211,7 @@ function refresh() {
 
 function showBaseLoadForVm() {
   say($("#base-load-note"), "Base load blocks are for Kubernetes clusters: this VM cluster "
-    + "holds capacity in the Preemptible section below.");
+    + "holds capacity in the Preemptible section above.");
 }
 
 async function showBlocks(blocksRead) {
@@ -594,6 +594,53 @@ async function showAccount() {
     el("dt", term), el("dd", value, { "data-figure": term })]));
   say($(".hold-why", card), a.billing_hold_since ? "The balance is at or below zero: no "
     + "market capacity is held or granted until credit or a wire brings it above zero." : "");
+}
+
+// --- why this rate: the latest tick's receipt (docs/market.md "Receipts") -------------------
+
+const exact = (v) => `${Number(v).toFixed(6)} USD`;  // a tick's interval: µUSD, adding up
+
+// Other clusters' demand as price levels × nodes, never who; a negative count is demand that
+// holds nodes now and would give way.
+const levels = (list) => list.map((l) => (l.nodes >= 0
+  ? `${plural(l.nodes, "node")} bid ${price4(l.price)}`
+  : `${plural(-l.nodes, "node")} held at ${price4(l.price)} giving way`)).join(", ");
+
+async function showReceipt() {
+  const [receipt] = await api.get("/api/receipts?limit=1");
+  const card = $("#receipt");
+  const table = $("table.receipt-parts", card);
+  table.hidden = !receipt;
+  card.dataset.tick = receipt ? String(receipt.tick) : "";
+  if (!receipt) {
+    $(".receipt-head", card).textContent = "No market nodes held at a tick yet: nothing billed "
+      + "on the market to explain.";
+    return;
+  }
+  const r = receipt, p = r.parts;
+  $(".receipt-head", card).textContent = `Tick ${r.tick} at ${time(r.time)}: `
+    + `${plural(r.nodes, "market node")} (${r.gpus} GPUs) at ${rate(r.rate)}, `
+    + `${exact(r.amount_usd)} for the tick's interval, in these parts:`;
+  const parts = [
+    ["reserve", p.reserve, "the island's reserve price on the nodes won"],
+    ["displaced", p.displaced, r.displaced.length
+      ? `the bids your won nodes keep out: ${levels(r.displaced)}`
+      : "no other bid was kept out by your won nodes"],
+    ["core addition", p.core, r.core
+      ? `others together offered more (${levels(r.core.coalition)}, `
+        + `${usd(r.core.value)} per hour over the reserve): the winners pay at least that`
+      : "none: no group of other bids offered more than the winners pay"],
+    ["protected", p.protected, r.protected_displaced.length || p.protected
+      ? "your nodes under their window pay what they keep out"
+        + (r.protected_displaced.length ? ` (${levels(r.protected_displaced)})` : "")
+        + (r.capped ? ", capped at their locked price" : "")
+      : "no node held under its window"],
+  ];
+  $("tbody", table).replaceChildren(
+    ...parts.map(([part, amount, what]) => row([part, exact(amount), what], { "data-part": part })),
+    row(["billed", exact(r.amount_usd), "the sum: what the tick billed for these nodes"],
+      { class: "total", "data-part": "billed" }),
+  );
 }
 
 // --- billing -------------------------------------------------------------------------------
