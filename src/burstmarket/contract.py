@@ -264,6 +264,38 @@ class ClusterView(View):
     gpus_per_node: int
 
 
+class PendingDetailView(View, omit_defaults=True):
+    """The figures of `pending_reason` (docs/market.md "Why it waits"): each cause gives its
+    own and leaves the others out."""
+
+    since: Time | None = None
+    """billing-hold: the first tick that held the demand back."""
+    balance_usd: Amount | None = None
+    """billing-hold: the account's balance."""
+    left_usd: Amount | None = None
+    """spend-limit: what is left of the limit (negative when over it)."""
+    worst_case_usd: Amount | None = None
+    """spend-limit: the worst case of the demand that does not fit."""
+    ceiling: Price | None = None
+    """bid-too-low, windows, outbid: the price the demand bids (left out under bid-too-low
+    for a job with no limit price)."""
+    reserve_price: Price | None = None
+    """bid-too-low."""
+    nodes: int | None = None
+    """no-supply, windows, outbid: the nodes the demand waits for."""
+    market_nodes: int | None = None
+    """no-supply: the island's nodes in service outside base load blocks."""
+    contestable_at: Time | None = None
+    """windows: when the nodes can be won within the ceiling; outbid: when windows let them
+    go, if they hold them."""
+    price_then: Price | None = None
+    """windows: the price to win at `contestable_at`."""
+    price_to_win: Price | None = None
+    """outbid: the price to win the nodes, above the ceiling."""
+    gpus: int | None = None
+    """PackingDisabled, ReservedBusy, ReservedTooSmall: the GPUs the job asks for."""
+
+
 class CapacityView(View):
     """A VM cluster's declaration and what it holds."""
 
@@ -279,6 +311,8 @@ class CapacityView(View):
     bid_too_low: bool
     spend_limit: Amount | None
     pending_reason: PendingReason | None
+    """Why pending GPUs wait, as of the island's last tick (null: nothing pending then)."""
+    pending_detail: PendingDetailView | None
 
 
 class BidView(View):
@@ -288,6 +322,9 @@ class BidView(View):
     limit_price_per_gpu_hour: Price | None
     bid_too_low: bool
     pending_reason: PendingReason | None
+    """The first cause, in the order, that holds for any of its jobs (or the cluster's
+    refusal), as of the island's last tick."""
+    pending_detail: PendingDetailView | None
 
 
 class JobEventView(View):
@@ -317,6 +354,9 @@ class JobView(View):
     reason: str | None
     """Why a job smaller than one node waits: ReservedTooSmall, ReservedBusy or
     PackingDisabled (null while it runs)."""
+    pending_reason: PendingReason | None
+    """Why the pending job waits, as of the island's last tick (null once it runs)."""
+    pending_detail: PendingDetailView | None
 
 
 class SpendLimitView(View):

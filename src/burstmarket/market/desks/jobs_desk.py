@@ -16,6 +16,7 @@ from burstmarket.contract import BidChange, BidView, JobChange, JobEventView, Jo
 from burstmarket.errors import Conflict, Invalid, NotFound
 from burstmarket.market.desks.clusters_desk import check_kind
 from burstmarket.market.desks.inputs import name, optional_price, price
+from burstmarket.market.desks.pending_view import pending_detail_view
 from burstmarket.market.desks.spend_guard import SpendGuard, recommitted
 from burstmarket.market.guard import outgrown
 from burstmarket.market.lookups import cluster_nodes, read_cluster, read_cluster_and_island
@@ -23,6 +24,7 @@ from burstmarket.market.market import Market
 from burstmarket.market.model import LIVE, Block, Cluster, Island, Job, JobEvent, Node
 from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, usd
+from burstmarket.states import PendingReason
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 MAX_LIVE_JOBS = 1000
@@ -60,6 +62,7 @@ class JobsDesk:
             limit_price_per_gpu_hour=maybe_usd(c.limit_price),
             bid_too_low=low or any(_too_low(j, c, island) for j in jobs),
             pending_reason=c.pending_reason,
+            pending_detail=pending_detail_view(c.pending_reason, c.pending_detail),
         )
 
     def set_bid(self, cluster_id: str, change: BidChange) -> BidView:
@@ -386,9 +389,16 @@ def _job_views(
             pods=j.pods,
             gpus_per_pod=j.gpus_per_pod,
             reason=j.reason if j.state == "pending" else None,
+            pending_reason=_waits_for(j),
+            pending_detail=pending_detail_view(_waits_for(j), j.pending_detail),
         )
         for j in jobs
     ]
+
+
+def _waits_for(j: Job) -> PendingReason | None:
+    """The job's pending cause, while it is pending."""
+    return j.pending_reason if j.state == "pending" else None
 
 
 def _too_low(job: Job, c: Cluster, island: Island) -> bool:

@@ -18,6 +18,7 @@ from burstmarket.contract import CapacityDeclaration, CapacityView, HeldNodeView
 from burstmarket.errors import Invalid, OffGrid
 from burstmarket.market.desks.clusters_desk import check_kind
 from burstmarket.market.desks.inputs import optional_price
+from burstmarket.market.desks.pending_view import pending_detail_view
 from burstmarket.market.desks.spend_guard import SpendGuard, recommitted
 from burstmarket.market.guard import outgrown
 from burstmarket.market.ledger import scale_down
@@ -230,4 +231,5 @@ def _capacity_view(c: Cluster, island: Island, nodes: list[Node], rate: int | No
         and c.max_price < island.reserve_price,
         spend_limit=maybe_usd(c.spend_limit),
         pending_reason=c.pending_reason,
+        pending_detail=pending_detail_view(c.pending_reason, c.pending_detail),
     )

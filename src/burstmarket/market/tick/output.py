@@ -45,4 +45,5 @@ def gather_output(
         pending_gpus=pending,
         verdicts=verdicts,
         blocks=list(s.changed_blocks.values()),
+        own_ladders=s.own_ladders,
     )

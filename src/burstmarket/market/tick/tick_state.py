@@ -31,10 +31,11 @@ from burstmarket.market.model import (
     Node,
     priority,
 )
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.refusals import log_refusal
 from burstmarket.market.tick.books import Books
 from burstmarket.market.tick.types import TickInput
-from burstmarket.states import JobState, PendingReason
+from burstmarket.states import HeldBack, JobState
 
 
 class TickState:
@@ -64,9 +65,12 @@ class TickState:
         self.books = Books(inp, self.changed_clusters)
 
         # what one phase leaves for the next ones
-        self.refused: dict[str, PendingReason] = {}
+        self.refused: dict[str, HeldBack] = {}
         """Cluster -> the refusal holding its demand back this tick: billing-hold (set by
         housekeeping; such a cluster bids nothing and is owed nothing) or spend-limit."""
+        self.left_out: dict[JobKey, int] = {}
+        """Pending job -> the worst case the spend limit had no room for (its kind's
+        `new_units`): the job waits for spend-limit."""
         self.logged: set[tuple[str, str]] = set()
         """(cluster, code) refusals this tick has logged a line for."""
         self.credit: dict[JobKey, list[Node]] = {}
@@ -75,6 +79,9 @@ class TickState:
         self.unpriced: dict[str, Node] = {}
         """Nodes stepping down from a block with no price to lock (block_terms.end_terms): they
         stay out of the first clearing and are locked at the lowest rate it clears at."""
+        self.own_ladders: dict[str, tuple[OwnRung, ...]] = {}
+        """Cluster -> its own ladder (market/own_ladder.py), priced after the clearing on the
+        auction the next tick would run; the verdicts read it."""
 
         # the transitions' own memory
         self._started: dict[JobKey, str] = {}
@@ -125,6 +132,10 @@ class TickState:
 
     def free_count(self) -> int:
         return len(self._free)
+
+    def market_nodes(self) -> int:
+        """The island's nodes in service outside base load blocks: free or held in the market."""
+        return len(self._free) + sum(len(held) for held in self._held.values())
 
     def free_nodes(self, count: int) -> list[Node]:
         """The first `count` free nodes in index order (fewer if there are not as many)."""

@@ -9,6 +9,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 
@@ -59,3 +60,5 @@ class TickOutput:
     """Blocks whose row changed: billing progress, end of term, cancellation."""
     receipts: list[Receipt] = field(default_factory=list)
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
+    own_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
