@@ -59,3 +59,10 @@ def run_tick(server: Server, island: str, count: int = 1) -> int:
 def no_sideways_scroll(page: Page) -> None:
     width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert width[0] <= width[1], width
+
+
+def moment(iso: str, today: str) -> str:
+    """A time as the console writes it beside the latest tick's (`today`): its time of day, with
+    seconds only when it has some, and the date too on another day (api.js `moment`)."""
+    hms = iso[11:16] if iso[17:19] == "00" else iso[11:19]
+    return hms if iso[:10] == today[:10] else f"{iso[5:10]} {hms}"

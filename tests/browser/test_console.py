@@ -23,6 +23,7 @@ from tests.browser.support import (
     WAIT_MS,
     OpenPage,
     island_of,
+    moment,
     no_sideways_scroll,
     run_tick,
     settled,
@@ -437,8 +438,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     reason = ok(server.client.get("/api/k8s/jobs/tiny", headers=big))["reason"]
     assert reason == "PackingDisabled"
     assert tiny.locator(".why").inner_text() == (
-        "Waiting: jobs smaller than a node need packing onto the block, which is not enabled "
-        "for this cluster."
+        "Jobs smaller than a node need packing onto the block, which is not enabled for this "
+        "cluster."
     )
     assert "2 pods × 2 GPUs" in tiny.inner_text()
     # now every reservable node is taken: the first tenant's folded card, opened, says so
@@ -499,14 +500,19 @@ def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_bloc
     assert page.evaluate("() => sessionStorage.length") == 0
 
 
-SPEND_LIMIT_WORDS = (
-    "Held back by the spend limit: what is left in this 24 h window does not cover the worst "
-    "case of what waits, at the price bid"
-)
-BILLING_HOLD_WORDS = (
-    "a billing hold: the account's balance is at or below zero, so no market capacity is held "
-    "or granted until it is above zero again"
-)
+def spend_limit_words(detail: dict[str, Any], usd_per_day: str) -> str:
+    return (
+        f"The spend limit: the worst case of what waits is {usd(detail['worst_case_usd'])}, "
+        f"and {usd(detail['left_usd'])} is left in this 24 h window of {usd_per_day} per day."
+    )
+
+
+def billing_hold_words(detail: dict[str, Any], today: str) -> str:
+    return (
+        f"A billing hold since {moment(detail['since'], today)}: the account's balance is "
+        f"{usd(detail['balance_usd'])}, so no market capacity is held or granted until it is "
+        "above zero again."
+    )
 
 
 def set_spend_limit(server: Server, auth: dict[str, str], usd_per_day: float) -> Any:
@@ -558,8 +564,10 @@ def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
     assert 0 < left < 20
     held = page.locator("#held")
     assert held.locator(".holding").inner_text().startswith("Holding 8 GPUs (1 node) of 16")
+    detail = capacity["pending_detail"]
+    assert detail["worst_case_usd"] > detail["left_usd"] > 0
     assert held.locator(".pending-why").inner_text() == (
-        f"8 GPUs pending. {SPEND_LIMIT_WORDS} ({usd(left)} left of 30.00 USD per day)."
+        f"8 GPUs pending. {spend_limit_words(detail, '30.00 USD')}"
     )
     assert page.locator("#spend dd[data-figure=left]").inner_text() == usd(left)
     page.screenshot(path=str(tmp_path / "vm-spend-limit.png"), full_page=True)
@@ -567,13 +575,16 @@ def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
     kube = open_page()
     sign_in(kube, server, k8s)
     settled(kube, island_tick)
-    assert kube.locator("#bid .held-back").inner_text() == (
-        f"{SPEND_LIMIT_WORDS} (10.00 USD left of 10.00 USD per day)."
-    )
+    bid = ok(server.client.get("/api/k8s/bid", headers=k8s))
+    words = spend_limit_words(bid["pending_detail"], "10.00 USD")
+    assert kube.locator("#bid .held-back").inner_text() == words
     job = kube.locator("#jobs .job[data-job='held']")
     assert job.get_attribute("data-state") == "pending"
-    # which jobs the limit holds back the API does not say: no job claims it
-    assert job.locator(".why").count() == 0
+    read = ok(server.client.get("/api/k8s/jobs/held", headers=k8s))
+    assert read["pending_reason"] == "spend-limit"
+    assert job.locator(".why").inner_text() == spend_limit_words(
+        read["pending_detail"], "10.00 USD"
+    )
     kube.screenshot(path=str(tmp_path / "k8s-spend-limit.png"), full_page=True)
 
 
@@ -605,12 +616,15 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     settled(page, island_tick)
     settled(kube, island_tick)
     assert held.get_attribute("data-held") == "0"
+    today = ok(server.client.get("/api/market/stats", params={"island": island}))["time"]
+    detail = ok(server.client.get("/api/vm/capacity", headers=vm))["pending_detail"]
     assert held.locator(".pending-why").inner_text() == (
-        f"8 GPUs pending. Held back by {BILLING_HOLD_WORDS}."
+        f"8 GPUs pending. {billing_hold_words(detail, today)}"
     )
-    assert kube.locator("#bid .held-back").inner_text() == f"Held back by {BILLING_HOLD_WORDS}."
+    detail = ok(server.client.get("/api/k8s/bid", headers=k8s))["pending_detail"]
+    assert kube.locator("#bid .held-back").inner_text() == billing_hold_words(detail, today)
     assert job.get_attribute("data-state") == "pending"
-    assert job.locator(".why").inner_text() == f"Waiting: {BILLING_HOLD_WORDS}."
+    assert job.locator(".why").inner_text() == billing_hold_words(detail, today)
     assert job.locator(".events li").first.get_attribute("data-type") == "Preempted"
     since = ok(server.client.get("/api/account", headers=vm))["billing_hold_since"]
     assert since is not None

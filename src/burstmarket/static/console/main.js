@@ -7,6 +7,7 @@
 // lists docs/first-five-minutes.md's steps until it is dismissed.
 import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
 import { drawSpend } from "./spendchart.js";
+import { waits } from "./reasons.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 const RANGES = { day: 24 * 3600e3, week: 7 * 24 * 3600e3, month: 30 * 24 * 3600e3 };
@@ -14,19 +15,6 @@ const LADDER_ROWS = 12;  // rungs shown (and the one for the GPUs typed)
 const BUCKET = { "1h": 3600e3, "1d": 24 * 3600e3 };
 const SPEC_LABELS = { cpu: "CPU", gpus: "GPUs", memory: "Memory", storage: "Storage",
   network: "Network" };
-// Why demand waits, in words: a cluster's pending reason from the last tick (spend-limit,
-// billing-hold; docs/market.md "Spend guard") and why a job smaller than a node waits.
-const REASONS = {
-  "spend-limit": "the spend limit: what is left in this 24 h window does not cover the worst "
-    + "case of what waits, at the price bid",
-  "billing-hold": "a billing hold: the account's balance is at or below zero, so no market "
-    + "capacity is held or granted until it is above zero again",
-  ReservedTooSmall: "its pods are each smaller than a node but together larger than one: "
-    + "resubmit with whole-node pods or fewer pods",
-  PackingDisabled: "jobs smaller than a node need packing onto the block, which is not "
-    + "enabled for this cluster",
-};
-
 const SIGNED_OUT = "burstmarket.console.signed-out";  // why the last session ended
 const FIRST_FIVE = "burstmarket.console.first-five-minutes";  // "dismissed": the card is not shown
 
@@ -127,6 +115,7 @@ function setStatus(state, text) {
 async function showIsland() {
   const islands = await (await fetch("/api/islands")).json();
   const island = islands.find((i) => i.id === me.island);
+  me.reserve_price = island.reserve_price;  // for a ceiling under it said before a tick
   const lines = [`${island.nodes} nodes × ${island.gpus_per_node} GPUs on island ${island.id}`];
   const spec = island.node_spec;
   if (spec && typeof spec === "object" && !Array.isArray(spec)) {
@@ -359,8 +348,12 @@ async function showCapacity(spendRead) {
   box.dataset.held = String(cap.held_gpus);
   say($(".rate-why", box), cap.rate === null || !cap.nodes.length ? "" : rateWhy(cap));
   const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
-  say($(".pending-why", box), pending || cap.bid_too_low
-    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason, spend) : "");
+  // a ceiling under the reserve is said at once, before a tick has priced it
+  const reason = cap.pending_reason || (cap.bid_too_low ? "bid-too-low" : null);
+  const detail = cap.pending_detail || { ceiling: cap.max_price_per_gpu_hour,
+    reserve_price: me.reserve_price };
+  say($(".pending-why", box), pending || reason
+    ? pending + waits(reason, detail, why(spend, null)) : "");
   $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
     n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
   ])));
@@ -380,30 +373,8 @@ function rateWhy(cap) {
     + "can take it, and it pays at most the higher of that lock and your ceiling now.";
 }
 
-function pendingWhy(bidTooLow, reason, spend) {
-  if (bidTooLow) {
-    return "Bid too low: the ceiling is under the island's reserve price, so nothing more can "
-      + "be won and held nodes go back as their windows end.";
-  }
-  if (reason && REASONS[reason]) return heldBack(reason, spend);
-  return "Not won at the last tick's prices, or declared since: the next tick decides (the "
-    + "price to win is beside).";
-}
-
-// Why a job smaller than a node waits for the block: said from what the block is now.
-function reservedBusy(live) {
-  return live
-    ? `Waiting for room on the base load block ${live.id}: its ${live.gpus} GPUs are all busy.`
-    : "Waiting for a base load block: this cluster holds none live (one bought above starts "
-      + "at once).";
-}
-
-// A cluster's demand held back by the last tick, in words; a spend limit's with its figures.
-function heldBack(reason, spend) {
-  const figures = reason === "spend-limit" && spend.left_usd !== null
-    ? ` (${usd(spend.left_usd)} left of ${usd(spend.usd_per_day)} per day)` : "";
-  return `Held back by ${REASONS[reason]}${figures}.`;
-}
+// What the words of a pending cause draw on besides its figures.
+const why = (spend, live) => ({ spend, live, today: lastTime, gpusPerNode: me.gpus_per_node });
 
 // The grid flagged as it is typed; Declare still sends it, and the server's refusal says why.
 function checkGrid() {
@@ -458,7 +429,7 @@ async function showBidAndJobs(spendRead, blocksRead) {
   const [bid, jobs, spend, blocks] = await Promise.all([api.get("/api/k8s/bid"),
     api.get("/api/k8s/jobs"), spendRead, blocksRead]);
   showBid(bid, spend);
-  showJobs(jobs, bid.pending_reason, blocks.live);
+  showJobs(jobs, why(spend, blocks.live));
 }
 
 function showBid(bid, spend) {
@@ -466,7 +437,8 @@ function showBid(bid, spend) {
     ? "No limit price: the jobs bid nothing on the market until one is set."
     : `Now ${rate(bid.limit_price_per_gpu_hour)}` + (bid.bid_too_low
       ? " — bid too low: under the island's reserve price, nothing is granted." : ".");
-  say($("#bid .held-back"), bid.pending_reason ? heldBack(bid.pending_reason, spend) : "");
+  say($("#bid .held-back"), bid.pending_reason
+    ? waits(bid.pending_reason, bid.pending_detail, why(spend, null)) : "");
 }
 
 // What a job is, holds and pays, in words: pods share a node of the block; a job on the block
@@ -515,9 +487,9 @@ function finishControls(job) {
   return box;
 }
 
-// `held` is the cluster's pending reason: a billing hold holds back every job that bids (a
-// spend limit only those whose worst case does not fit, which the API does not name).
-function showJobs(jobs, held, live) {
+// Each pending job says its own cause, from the tick (`context`: what the words draw on).
+function showJobs(jobs, context) {
+  const live = context.live;
   const list = $("#jobs .job-list");
   if (!jobs.length) {
     list.replaceChildren(el("p", "No jobs yet.", { class: "note" }));
@@ -530,14 +502,8 @@ function showJobs(jobs, held, live) {
       ...jobFigures(job, live));
     if (job.state !== "finished") line.appendChild(finishControls(job));
     box.appendChild(line);
-    const bids = job.state === "pending" && job.nodes > 0;
-    const reason = job.reason || (bids && held === "billing-hold" ? held : null);
-    if (reason === "ReservedBusy") {
-      box.appendChild(el("p", reservedBusy(live), { class: "why" }));
-    } else if (reason && REASONS[reason]) {
-      box.appendChild(el("p", `Waiting: ${REASONS[reason]}.`, { class: "why" }));
-    } else if (job.bid_too_low && job.state === "pending") {
-      box.appendChild(el("p", "Waiting: bid too low, under the island's reserve price.",
+    if (job.state === "pending") {
+      box.appendChild(el("p", waits(job.pending_reason, job.pending_detail, context),
         { class: "why" }));
     }
     const events = [...job.events].sort((a, b) => b.at.localeCompare(a.at));
