@@ -10,13 +10,18 @@ time windows lapse within the hour (`later`): waiting may cost less than bidding
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from burstmarket.auction import IslandInput, Release, growth
+from burstmarket.clock import NS_PER_HOUR
 
 OWN_RUNGS = 64
 """The most rungs a cluster's own ladder has (`GET /api/ladder?max_nodes=` keeps the first)."""
+LATER_TIMES = 8
+"""The most times within the hour a cluster's own ladder is priced at, the earliest first: each
+is one more pass over the island's demand (docs/market.md "The cluster's own ladder")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,20 +53,33 @@ class Holding:
     """Its held nodes out of their window, which must keep winning (VM: they bid the ceiling)."""
     gang: bool
     """A Kubernetes cluster grows by one new job of n nodes; a VM cluster by n single units."""
-    caps: tuple[int, ...] = ()
-    """The locks of its nodes under a window (VM: the new ceiling lifts each cap to it)."""
+    caps: tuple[tuple[int, int], ...] = ()
+    """(window end, lock) of each VM node it holds under a window: the new ceiling lifts the
+    cap to it; once the window ends the node bids again with the cluster's others."""
     paid: int = 0
-    """µUSD/h it pays for the rest of what it holds (Kubernetes: all of it now)."""
-    released: dict[int, int] = field(default_factory=dict)
-    """Window end -> its own nodes under a window ending then (VM: they bid again with it)."""
+    """µUSD/h it pays for what it holds (Kubernetes: a new job adds to it)."""
+
+    def at(self, time: int, released: frozenset[str]) -> Holding:
+        """The holding once the windows ending by `time` have lapsed: a VM cluster's released
+        nodes (their units `released`) bid with its others."""
+        if self.gang:
+            return self
+        lapsed = sum(1 for end, _ in self.caps if end <= time)
+        return Holding(
+            self.cluster,
+            self.own | released,
+            self.held + lapsed,
+            False,
+            tuple((end, lock) for end, lock in self.caps if end > time),
+        )
 
     def billed(self, n: int, price: int, g: int) -> int:
         """Its whole holding's bill per hour at most, with n more at `price`: a payment never
         exceeds the bid nor a protected node's cap."""
         if self.gang:
             return self.paid + n * price * g
-        capped = sum(max(cap, price) for cap in self.caps)
-        return self.paid + (capped + (self.held + n) * price) * g
+        capped = sum(max(lock, price) for _, lock in self.caps)
+        return (capped + (self.held + n) * price) * g
 
 
 def own_ladders(
@@ -71,8 +89,54 @@ def own_ladders(
     now: int,
     rungs: int = OWN_RUNGS,
 ) -> dict[str, tuple[OwnRung, ...]]:
-    """Every cluster's own ladder on the next tick's `auction`; `releases`: the nodes under a
-    window then, by the time it ends (tick/clearing.py `window_releases`)."""
+    """Every cluster's own ladder on the next tick's `auction`, then at each of the first
+    `LATER_TIMES` times within the hour after `now` that windows end (`releases`: the nodes
+    under a window then, by the time it ends, tick/clearing.py `window_releases`)."""
+    g = auction.gpus_per_node
+    times: list[int | None] = [None]
+    levels = [_priced(auction, holdings, rungs)]
+    coming = sorted({r.at for r in releases if r.at <= now + NS_PER_HOUR})[:LATER_TIMES]
+    for end in coming:
+        come = [r for r in releases if r.at <= end]
+        then = replace(
+            auction,
+            nodes=auction.nodes + sum(r.nodes for r in come),
+            units=auction.units + tuple(u for r in come for u in r.units),
+        )
+        mine: dict[str, set[str]] = defaultdict(set)
+        for u in then.units[len(auction.units) :]:
+            mine[u.cluster].add(u.id)
+        times.append(end)
+        moved = [h.at(end, frozenset(mine[h.cluster])) for h in holdings]
+        levels.append(_priced(then, moved, rungs))
+    out: dict[str, tuple[OwnRung, ...]] = {}
+    for h in holdings:
+        ladder = []
+        for n in range(1, rungs + 1):
+            found = [
+                (at, price, billed)
+                for at, level in zip(times, levels, strict=True)
+                for price, billed in [level[h.cluster][n - 1]]
+                if price is not None
+            ]
+            if not found:
+                break
+            (since, price, billed), rest = found[0], found[1:]
+            later: list[tuple[int, int]] = []
+            last = price
+            for when, cost, _ in rest:
+                if cost != last and when is not None:
+                    later.append((when, cost))
+                    last = cost
+            ladder.append(OwnRung(n, n * g, price, billed, since, tuple(later)))
+        out[h.cluster] = tuple(ladder)
+    return out
+
+
+def _priced(
+    auction: IslandInput, holdings: Sequence[Holding], rungs: int
+) -> dict[str, list[tuple[int | None, int]]]:
+    """Cluster -> (price or None, its bill then) of rungs 1 … `rungs` in `auction`."""
     supply, g, reserve = auction.nodes, auction.gpus_per_node, auction.reserve_price
     groups = [h for h in holdings if h.own]
     depth = max((h.held + rungs for h in holdings), default=0)
@@ -80,15 +144,13 @@ def own_ladders(
     tables = {h.cluster: row for h, row in zip(groups, rows, strict=True)}
     alone = len(groups) < len(holdings)  # some cluster has no demand of its own there
     everyone = growth.full(auction.units, supply, g, reserve) if alone else None
-    out: dict[str, tuple[OwnRung, ...]] = {}
+    out = {}
     for h in holdings:
         others = tables.get(h.cluster, everyone)
         assert others is not None
         prices = growth.prices(others, supply, h.held, rungs, g, reserve, h.gang)
-        ladder = []
-        for n, price in enumerate(prices, start=1):
-            if price is None:
-                break
-            ladder.append(OwnRung(n, n * g, price, h.billed(n, price, g), None, ()))
-        out[h.cluster] = tuple(ladder)
+        out[h.cluster] = [
+            (price, 0 if price is None else h.billed(n, price, g))
+            for n, price in enumerate(prices, start=1)
+        ]
     return out

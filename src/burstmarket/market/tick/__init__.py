@@ -33,7 +33,7 @@ from burstmarket.market.tick.clearing import (
     with_step_downs,
 )
 from burstmarket.market.tick.output import gather_output
-from burstmarket.market.tick.own import holdings
+from burstmarket.market.tick.own import holdings, newcomers
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
 
@@ -73,7 +73,11 @@ def run_tick(inp: TickInput) -> TickOutput:
     # 9. the ladders, on the auction the next tick would run if nothing else changed
     coming = next_bids(s, inp.interval_ns)
     releases = window_releases(s, [*coming.protected, *coming.stepping_down])
-    s.own_ladders = own_ladders(coming.auction, holdings(s, coming, clearing), releases, s.now)
+    fresh = newcomers()
+    every = [*holdings(s, coming, clearing), *fresh.values()]
+    ladders = own_ladders(coming.auction, every, releases, s.now)
+    s.own_ladders = {c: ladders[c] for c in s.clusters}
+    s.newcomer_ladders = {kind: ladders[h.cluster] for kind, h in fresh.items()}
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s, low)

@@ -46,4 +46,5 @@ def gather_output(
         verdicts=verdicts,
         blocks=list(s.changed_blocks.values()),
         own_ladders=s.own_ladders,
+        newcomer_ladders=s.newcomer_ladders,
     )

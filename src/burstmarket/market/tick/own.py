@@ -26,13 +26,10 @@ def holdings(s: TickState, bids: Bids, clearing: Clearing) -> list[Holding]:
             units[u.cluster].append(u.id)
         if vm and d.stands_for == "held":
             held[u.cluster] += 1
-    caps: dict[str, list[int]] = defaultdict(list)
-    released: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    caps: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for n in bids.protected:
-        if n.cluster is not None:
-            caps[n.cluster].append(n.locked_price or 0)
-            if n.window_ends_at is not None:
-                released[n.cluster][n.window_ends_at] += 1
+        if n.cluster is not None and n.window_ends_at is not None:
+            caps[n.cluster].append((n.window_ends_at, n.locked_price or 0))
     out = []
     for c in s.sorted_clusters():
         if KINDS[c.kind].runs_jobs:
@@ -40,13 +37,15 @@ def holdings(s: TickState, bids: Bids, clearing: Clearing) -> list[Holding]:
             out.append(Holding(c.id, frozenset(units[c.id]), 0, True, paid=paid))
         else:
             out.append(
-                Holding(
-                    c.id,
-                    frozenset(units[c.id]),
-                    held[c.id],
-                    False,
-                    caps=tuple(caps[c.id]),
-                    released=dict(released[c.id]),
-                )
+                Holding(c.id, frozenset(units[c.id]), held[c.id], False, caps=tuple(caps[c.id]))
             )
     return out
+
+
+def newcomers() -> dict[str, Holding]:
+    """Kind -> a cluster of that kind with nothing in the auction (one made since the tick): a
+    VM one grows by single units, a Kubernetes one by a new job. Their ids are no cluster's."""
+    return {
+        kind: Holding(f"\x00{kind}", frozenset(), 0, KINDS[kind].runs_jobs)
+        for kind in sorted(KINDS)
+    }

@@ -82,6 +82,8 @@ class TickState:
         self.own_ladders: dict[str, tuple[OwnRung, ...]] = {}
         """Cluster -> its own ladder (market/own_ladder.py), priced after the clearing on the
         auction the next tick would run; the verdicts read it."""
+        self.newcomer_ladders: dict[str, tuple[OwnRung, ...]] = {}
+        """Kind -> the own ladder of a cluster of that kind with no demand yet."""
 
         # the transitions' own memory
         self._started: dict[JobKey, str] = {}

@@ -62,3 +62,5 @@ class TickOutput:
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
     own_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
     """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
+    newcomer_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Kind -> the own ladder of a cluster of that kind made since the tick."""
