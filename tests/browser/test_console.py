@@ -200,15 +200,17 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
         for n in capacity["nodes"]
     )
 
-    # the price to win beside the form: what 4 more nodes would cost now, in one look
-    ladder = ok(server.client.get("/api/market/ladder", params={"island": island}))
+    # the own price to win beside the form: what 4 more nodes would cost, in one look
+    ladder = ok(server.client.get("/api/ladder", headers=auth))
+    assert ladder["held_nodes"] == 4
     rung = next(r for r in ladder["rungs"] if r["nodes"] == 4)
+    assert rung["contestable_at"] is None  # 4 nodes are free
+    form.locator("input[name=max_gpus]").fill("64")
     page.locator("#ladder tr[data-nodes='4']").wait_for(timeout=WAIT_MS)
     assert page.locator("#ladder tr.chosen").get_attribute("data-nodes") == "4"
-    cost = form.locator(".cost-now").inner_text()
-    assert cost.startswith(
-        f"4 nodes now: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, "
-        f"{usd(rung['price_per_gpu_hour'] * rung['gpus'])} per hour in all"
+    assert form.locator(".cost-now").inner_text() == (
+        f"4 more nodes: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, next tick; your whole "
+        f"holding then {usd(rung['usd_per_hour'])} per hour"
     )
     assert page.locator("body").inner_text().count("UTC") == 1  # one clock, said once
     page.screenshot(path=str(tmp_path / "vm-console.png"), full_page=True)
@@ -721,9 +723,10 @@ def ladder_shown(page: Page) -> list[list[str]]:
     return [rows.nth(i).locator("td").all_inner_texts()[:2] for i in range(rows.count())]
 
 
-def ladder_read(server: Server, island: str) -> list[list[str]]:
-    rungs = ok(server.client.get("/api/market/ladder", params={"island": island}))["rungs"]
-    return [[str(r["nodes"]), f"{r['price_per_gpu_hour']:.4f}"] for r in rungs]
+def ladder_read(server: Server, auth: dict[str, str]) -> list[list[str]]:
+    """The cluster's own ladder (the page shows its first 12 rungs)."""
+    rungs = ok(server.client.get("/api/ladder", headers=auth))["rungs"]
+    return [[str(r["nodes"]), f"{r['price_per_gpu_hour']:.4f}"] for r in rungs[:12]]
 
 
 @pytest.mark.e2e
@@ -742,7 +745,7 @@ def test_the_page_reconnects_to_the_feed_and_follows_the_ticks_again_without_a_r
     settled(page, island_tick)
     status = page.locator("#status")
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
-    before = ladder_read(server, island)
+    before = ladder_read(server, vm)
     assert ladder_shown(page) == before
     page.evaluate("() => { window.sameDocument = true; }")  # a reload would lose it
 
@@ -764,12 +767,12 @@ def test_the_page_reconnects_to_the_feed_and_follows_the_ticks_again_without_a_r
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
 
     # and the next tick's figures arrive over the new connection: the status, the grant (read
-    # after the tick), and the price to win (straight from the feed)
+    # after the tick), and the own price to win (read after the tick too)
     island_tick = run_tick(server, island)
     settled(page, island_tick)
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
     assert page.locator("#held .holding").inner_text().startswith("Holding 16 GPUs (2 nodes)")
-    after = ladder_read(server, island)
+    after = ladder_read(server, vm)
     assert after != before
     page.wait_for_function(
         "(n) => document.querySelectorAll('#ladder tbody tr').length === n",

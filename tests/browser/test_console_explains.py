@@ -17,6 +17,7 @@ from tests.browser.support import (
     WAIT_MS,
     OpenPage,
     island_of,
+    moment,
     no_sideways_scroll,
     run_tick,
     settled,
@@ -273,3 +274,90 @@ def test_jobs_say_what_they_pay_on_the_block_and_the_market_and_why_they_wait(
     sign_in(phone, server, auth)
     no_sideways_scroll(phone)
     phone.screenshot(path=str(tmp_path / "k8s-explained-phone.png"), full_page=True)
+
+
+def ladder_cells(page: Page) -> dict[int, list[str]]:
+    rows = page.locator("#ladder tbody tr")
+    return {
+        int(rows.nth(i).get_attribute("data-nodes") or 0): rows.nth(i)
+        .locator("td")
+        .all_inner_texts()
+        for i in range(rows.count())
+    }
+
+
+@pytest.mark.e2e
+def test_the_own_ladder_says_from_when_and_cheaper_later_and_why_the_bid_waits(
+    shared_server: Server, open_page: OpenPage, tmp_path: Path
+) -> None:
+    server = shared_server
+    island = "exp-later"
+    island_of(server, island, 4)
+    clusters = {}
+    for name in ("early", "late", "new"):
+        make_account(server, f"exp-later-{name}", 5000)
+        clusters[name] = make_cluster(server, f"exp-later-{name}", island, "vm", f"exp-{name}")
+    # two nodes locked at 2.5 a tick before two locked at 1.5: the newcomer's 2 nodes are
+    # dear when the first windows lapse and cheaper when the second do, a tick later
+    ok(declare(server, clusters["early"], 16, 2.5))
+    run_tick(server, island)
+    ok(declare(server, clusters["late"], 16, 1.5))
+    island_tick = run_tick(server, island)
+    newcomer = clusters["new"]
+    own = ok(server.client.get("/api/ladder", headers=newcomer))
+    assert own["held_nodes"] == 0
+    rung = next(r for r in own["rungs"] if r["nodes"] == 2)
+    assert rung["contestable_at"] is not None
+    cheaper = [x for x in rung["later"] if x["price_per_gpu_hour"] < rung["price_per_gpu_hour"]]
+    assert cheaper, rung
+    low = min(cheaper, key=lambda x: (x["price_per_gpu_hour"], x["at"]))
+
+    page = open_page()
+    sign_in(page, server, newcomer)
+    settled(page, island_tick)
+    today = own["time"]
+    shown = ladder_cells(page)
+    assert sorted(shown) == [r["nodes"] for r in own["rungs"]][:12]
+    assert shown[2] == [
+        "2",
+        f"{rung['price_per_gpu_hour']:.4f}",
+        f"{rung['usd_per_hour']:,.2f}",
+        f"from {moment(rung['contestable_at'], today)}",
+        f"cheaper at {moment(low['at'], today)}: {low['price_per_gpu_hour']:.4f}",
+    ]
+    assert "next tick" not in [cells[3] for cells in shown.values()]  # nothing is free
+    unclipped(page, "#ladder")
+
+    # the newcomer bids 2.0 for 2 nodes: it waits, and the page says why with the figures
+    ok(declare(server, newcomer, 16, 2.0))
+    island_tick = run_tick(server, island)
+    settled(page, island_tick)
+    capacity = ok(server.client.get("/api/vm/capacity", headers=newcomer))
+    reason, detail = capacity["pending_reason"], capacity["pending_detail"]
+    assert reason in ("windows", "outbid"), (reason, detail)
+    today = ok(server.client.get("/api/ladder", headers=newcomer))["time"]
+    if reason == "windows":
+        words = (
+            f"Windows hold the nodes: 2 nodes can be won from "
+            f"{moment(detail['contestable_at'], today)} at {detail['price_then']:.4f} USD/GPU-h, "
+            "within the ceiling of 2.0000 USD/GPU-h; until then no bid can take them."
+        )
+    else:
+        then = detail.get("contestable_at")
+        words = (
+            f"Outbid: 2 nodes take {detail['price_to_win']:.4f} USD/GPU-h"
+            + (
+                f" from {moment(then, today)}, when windows let them go"
+                if then
+                else " at the next tick"
+            )
+            + ", above the ceiling of 2.0000 USD/GPU-h: raise it to win them, or wait for the "
+            "price to fall."
+        )
+    assert page.locator("#held .pending-why").inner_text() == f"16 GPUs pending. {words}"
+    page.screenshot(path=str(tmp_path / "own-ladder.png"), full_page=True)
+
+    phone = open_page(PHONE)
+    sign_in(phone, server, newcomer)
+    no_sideways_scroll(phone)
+    phone.screenshot(path=str(tmp_path / "own-ladder-phone.png"), full_page=True)

@@ -1,13 +1,14 @@
 // The tenant console (/console): a cluster signs in with its token and sees the Burst capacity
 // page, Base Load above Preemptible. Every read and action is a call of the public tenant API
-// (api.js); the island's prices and price-to-win ladder come live from the public websocket
-// feed (/ws/market), and each tick of the island refreshes the cluster's own reads, so a grant
-// or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
+// (api.js); the island's ticks come live from the public websocket feed (/ws/market), and each
+// tick of the island refreshes the cluster's own reads (its own price-to-win ladder among
+// them), so a grant or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
 // data-refreshed-tick (what the browser test waits for). A "First five minutes" card on top
 // lists docs/first-five-minutes.md's steps until it is dismissed.
 import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
 import { drawSpend } from "./spendchart.js";
 import { waits } from "./reasons.js";
+import { cells, when } from "./ladder.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 const RANGES = { day: 24 * 3600e3, week: 7 * 24 * 3600e3, month: 30 * 24 * 3600e3 };
@@ -23,7 +24,7 @@ let socket = null;
 let lastTick = 0, lastTime = null;
 let refreshing = null, again = false;
 let picked = null;      // the offer cell picked in the buy card
-let ladder = [];
+let ladder = null;      // the cluster's own ladder (GET /api/ladder) of the latest tick
 const confirming = new Set();  // jobs whose Finish waits for its confirmation
 
 function el(tag, text, attrs = {}) {
@@ -142,17 +143,12 @@ function connect() {
 }
 
 function subscribe() {
-  const channels = [`stats:${me.island}`, `ladder:${me.island}`];
+  const channels = [`stats:${me.island}`];
   socket.send(JSON.stringify({ op: "subscribe", channels }));
 }
 
 function onMessage(message) {
   if (message.type === "snapshot" || message.type === "update") {
-    if (message.channel.startsWith("ladder:")) {
-      ladder = message.data.rungs || [];
-      showLadder();
-      return;
-    }
     // a snapshot after a reconnect says the feed is live again, whether or not a tick ran
     const fresh = message.tick > lastTick;
     if (fresh) {
@@ -181,10 +177,10 @@ function refresh() {
         // a Kubernetes cluster's blocks: its block card's, and what its jobs on the block pay
         const blocks = me.kind === "k8s" ? api.get("/api/base-load") : null;
         await Promise.all(me.kind === "vm"
-          ? [showCapacity(spend), showSpend(spend), showAccount(), showReceipt(), showBilling(),
-            showBaseLoadForVm()]
-          : [showBidAndJobs(spend, blocks), showBlocks(blocks), showOffers(), showSpend(spend),
-            showAccount(), showReceipt(), showBilling()]);
+          ? [showCapacity(spend), readLadder(), showSpend(spend), showAccount(), showReceipt(),
+            showBilling(), showBaseLoadForVm()]
+          : [showBidAndJobs(spend, blocks), readLadder(), showBlocks(blocks), showOffers(),
+            showSpend(spend), showAccount(), showReceipt(), showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
@@ -387,40 +383,56 @@ function checkGrid() {
   showLadder();
 }
 
-// "What would 4 nodes cost now": the ladder's rung for the GPUs typed, marked in the table.
+// The nodes the VM form's GPUs ask for beyond those held (0 for a Kubernetes cluster).
+function wantedMore() {
+  if (!me || me.kind !== "vm" || !ladder) return 0;
+  const gpus = number($("#declare"), "max_gpus") || 0;
+  return Math.max(0, Math.ceil(gpus / me.gpus_per_node) - ladder.held_nodes);
+}
+
+// "What would 4 more nodes cost": the own ladder's rung for the GPUs typed, marked in the table.
 function costNow() {
-  const form = $("#declare");
-  const gpus = number(form, "max_gpus");
-  const nodes = gpus ? Math.ceil(gpus / me.gpus_per_node) : 0;
-  const rung = ladder.find((r) => r.nodes === nodes);
-  $(".cost-now", form).textContent = rung
-    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, `
-      + `${usd(rung.price_per_gpu_hour * rung.gpus)} per hour in all` + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
+  const more = wantedMore();
+  const rung = more ? ladder.rungs.find((r) => r.nodes === more) : null;
+  $("#declare .cost-now").textContent = rung
+    ? `${plural(more, "more node")}: ${rate(rung.price_per_gpu_hour)}, ${when(rung, lastTime)}; `
+      + `your whole holding then ${usd(rung.usd_per_hour)} per hour`
     : "";
   for (const tr of document.querySelectorAll("#ladder tbody tr")) {
-    tr.classList.toggle("chosen", Number(tr.dataset.nodes) === nodes);
+    tr.classList.toggle("chosen", Number(tr.dataset.nodes) === more);
   }
 }
 
-// A time of today (the latest tick's day) as its hour, another day's with its date.
-const since = (iso) => (lastTime && iso.slice(0, 10) === lastTime.slice(0, 10)
-  ? iso.slice(11, 16) : time(iso).slice(5));
+async function readLadder() {
+  try {
+    ladder = await api.get("/api/ladder");
+  } catch (error) {
+    if (!(error instanceof Refusal) || error.code !== "not-found") throw error;
+    ladder = null;  // the island has not ticked yet
+  }
+  showLadder();
+}
 
-// The first rungs of the price to win, and the one for the GPUs typed in the VM form.
+// The first rungs of the cluster's own price to win, and the one for the GPUs typed.
 function showLadder() {
   const body = $("#ladder tbody");
-  const wanted = me && me.kind === "vm" ? Math.ceil((number($("#declare"), "max_gpus") || 0)
-    / me.gpus_per_node) : 0;
-  const shown = ladder.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
+  if (!ladder) return;
+  $("#ladder .ladder-note").textContent = `For n more nodes than the `
+    + `${plural(ladder.held_nodes, "node")} you hold: the lowest price at which the next tick `
+    + (me.kind === "vm" ? "grants them to a declaration at that ceiling"
+      : "grants them to a new job of n nodes at that limit")
+    + ", if nothing else changes. Your own bids are left out: you are never priced against "
+    + "yourself. Your holding then: what all your nodes would be billed per hour.";
+  const wanted = wantedMore();
+  const shown = ladder.rungs.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
   if (!shown.length) {
-    body.replaceChildren(row(["no node can be contested now"]));
+    body.replaceChildren(row(["no more nodes can be won on this island"]));
   } else {
-    body.replaceChildren(...shown.map((r) => row([
-      r.nodes, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
-      r.contestable_at ? `from ${since(r.contestable_at)}` : "now",
-    ], { "data-nodes": r.nodes })));
+    body.replaceChildren(...shown.map((r) => row(cells(r, lastTime),
+      { "data-nodes": r.nodes })));
+    for (const tr of body.querySelectorAll("tr")) tr.lastElementChild.classList.add("later");
   }
-  if (me && me.kind === "vm") costNow();
+  if (me.kind === "vm") costNow();
 }
 
 // --- Preemptible: Kubernetes ---------------------------------------------------------------
