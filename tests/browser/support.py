@@ -66,3 +66,13 @@ def moment(iso: str, today: str) -> str:
     seconds only when it has some, and the date too on another day (api.js `moment`)."""
     hms = iso[11:16] if iso[17:19] == "00" else iso[11:19]
     return hms if iso[:10] == today[:10] else f"{iso[5:10]} {hms}"
+
+
+def usd(value: float) -> str:
+    """An amount as the console writes it."""
+    return f"{value:,.2f} USD"
+
+
+def utc(iso: str) -> str:
+    """A time as the console writes it in full (to the minute)."""
+    return iso[:16].replace("T", " ")

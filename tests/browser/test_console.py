@@ -28,6 +28,8 @@ from tests.browser.support import (
     run_tick,
     settled,
     sign_in,
+    usd,
+    utc,
 )
 from tests.conftest import Server
 from tests.e2e.support import (
@@ -56,14 +58,6 @@ def alert(page: Page, card: str) -> str:
     box = page.locator(f"{card} .refusal[role=alert]")
     box.wait_for(state="visible", timeout=WAIT_MS)
     return box.inner_text()
-
-
-def usd(value: float) -> str:
-    return f"{value:,.2f} USD"
-
-
-def utc(iso: str) -> str:
-    return iso[:16].replace("T", " ")
 
 
 @pytest.mark.e2e

@@ -22,17 +22,11 @@ from tests.browser.support import (
     run_tick,
     settled,
     sign_in,
+    usd,
+    utc,
 )
 from tests.conftest import Server
 from tests.e2e.support import declare, make_account, make_cluster, ok, set_bid
-
-
-def utc(iso: str) -> str:
-    return iso[:16].replace("T", " ")
-
-
-def usd(value: float) -> str:
-    return f"{value:,.2f} USD"
 
 
 def account_card(page: Page) -> dict[str, str]:
