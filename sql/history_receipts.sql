@@ -3,7 +3,7 @@
 -- prices in USD per GPU-hour, each row with its tick's interval.
 COPY (
     SELECT r.tick, r.time, r.cluster, r.nodes, r.gpus, r.rate,
-           ((2 * r.amount + 3600000) // 7200000)::DECIMAL(18, 0) * 0.000001::DECIMAL(18, 6)
+           (((2 * r.amount + 3600000) // 7200000)::DECIMAL(18, 0) * 0.000001)::DECIMAL(18, 6)
                AS amount_usd,
            r.amount::DECIMAL(38, 0) AS amount_units,
            r.reserve::DECIMAL(38, 0) AS reserve_units,

@@ -56,6 +56,14 @@ class Tracer:
         singles = np.bincount(cluster[losing][sizes[losing] == 1], minlength=1)
         keep = ~dominated(sizes[losing], values[losing], 2 * reach + int(singles.max()))
         self.pool = losing[keep]
+        # VM demand is single nodes: on fewer nodes than the pool's smallest gang, the best
+        # is its single nodes taken greedily, value first (then age, as the units are in age
+        # order), with no knapsack to run per cluster
+        single = sizes[self.pool] == 1
+        ranked = self.pool[single][np.argsort(-values[self.pool][single], kind="stable")]
+        self.singles = list(zip(ranked.tolist(), cluster[ranked].tolist(), strict=True))
+        """(unit, its cluster's code), the best first."""
+        self.smallest_gang = int(sizes[self.pool][~single].min(initial=supply + reach + 1))
         self._coalitions: dict[bytes, Coalition] = {}
 
     def displaced(self, c: int, won_nodes: int, won_value: int, without: int) -> tuple[Ints, Ints]:
@@ -107,6 +115,8 @@ class Tracer:
         """Units as price levels, the highest first: those entering, then those leaving (their
         nodes negative)."""
         out: list[Level] = []
+        if not len(entering) and not len(leaving):
+            return ()
         for units, sign in ((entering, 1), (leaving, -1)):
             nodes: dict[int, int] = defaultdict(int)
             for i in units.tolist():
@@ -116,6 +126,15 @@ class Tracer:
 
     def _best_in(self, c: int, room: int, taken: Ints) -> Ints:
         """The best losing units of clusters other than c on `room` nodes, `taken` aside."""
+        if room < self.smallest_gang:
+            aside = set(taken.tolist())
+            best: list[int] = []
+            for i, owner in self.singles:
+                if len(best) >= room:
+                    break
+                if owner != c and i not in aside:
+                    best.append(i)
+            return np.array(best, dtype=np.int64)
         pool = self.pool[(self.cluster[self.pool] != c) & (self.sizes[self.pool] <= room)]
         pool = pool[~np.isin(pool, taken)]
         if not len(pool) or room <= 0:

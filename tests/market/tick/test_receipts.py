@@ -68,7 +68,7 @@ def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
     return sum((level.price - reserve) * level.nodes * g for level in levels)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(island=islands())
 def test_receipt_parts_add_up_to_the_charge_and_cite_demand_that_bid(island: IslandInput) -> None:
     result = clear(island)
