@@ -274,6 +274,8 @@ class Job(msgspec.Struct, frozen=True):
     """Set for a job of pods smaller than one node (packed onto the cluster's block)."""
     reason: str | None = None
     """Why such a job waits: ReservedTooSmall, ReservedBusy, PackingDisabled."""
+    block: str | None = None
+    """The base load block the job runs on (then `rate` is null: it bids nothing)."""
     pending_reason: PendingReason | None = None
     """Why the pending job waits, as of the last tick; None once it runs."""
     pending_detail: PendingDetail | None = None

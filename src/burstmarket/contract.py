@@ -343,7 +343,10 @@ class JobView(View):
     provisioned_at: Time | None
     limit_price_per_gpu_hour: Price | None
     rate: Price | None
+    """The cluster's market rate while the job runs on market nodes (null on its block)."""
     node_ids: list[str]
+    block: str | None
+    """The base load block the job runs on (null on market nodes and while it waits)."""
     bid_too_low: bool
     events: list[JobEventView]
     pods: int | None

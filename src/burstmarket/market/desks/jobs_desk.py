@@ -220,9 +220,11 @@ class JobsDesk:
         """The views of `jobs`: all the cluster's, or the one named `only` (whose events alone
         are read: a cluster's history of events grows with every job it ever ran)."""
         events = fetch(cur, "job_events", cluster=c.id, job=only)
-        placed = _placed(cluster_nodes(cur, c.id), jobs)
+        held = cluster_nodes(cur, c.id)
+        placed = _placed(held, jobs)
+        blocks = _on_block(held, placed)
         rate = self._figures.rate(c.island, c.id)
-        return _job_views(c, island, jobs, events, placed, rate)
+        return _job_views(c, island, jobs, events, placed, blocks, rate)
 
 
 def _own(cur: Cursor, cluster_id: str) -> tuple[Cluster, Island]:
@@ -345,12 +347,25 @@ def _placed(held: list[Node], jobs: list[Job]) -> dict[str, list[str]]:
     return placed
 
 
+def _on_block(held: list[Node], placed: dict[str, list[str]]) -> dict[str, str]:
+    """Job -> the base load block it runs on, for a job whose every node is on that block
+    (such a job bids nothing on the market, so it has no market rate)."""
+    block_of = {n.id: n.block for n in held}
+    on: dict[str, str] = {}
+    for job, ids in placed.items():
+        blocks = {block_of.get(i) for i in ids}
+        if len(blocks) == 1 and (block := blocks.pop()) is not None:
+            on[job] = block
+    return on
+
+
 def _job_views(
     c: Cluster,
     island: Island,
     jobs: list[Job],
     event_rows: list[dict[str, Any]],
     placed: dict[str, list[str]],
+    blocks: dict[str, str],
     rate: int | None,
 ) -> list[JobView]:
     events: dict[str, list[JobEventView]] = {}
@@ -366,8 +381,9 @@ def _job_views(
             priority_class=j.priority_class,
             provisioned_at=maybe_datetime(j.provisioned_at),
             limit_price_per_gpu_hour=maybe_usd(j.price(c)),
-            rate=maybe_usd(rate) if j.state == "running" else None,
+            rate=maybe_usd(rate) if j.state == "running" and j.name not in blocks else None,
             node_ids=placed.get(j.name, []),
+            block=blocks.get(j.name) if j.state == "running" else None,
             bid_too_low=_too_low(j, c, island),
             events=events.get(j.name, []),
             pods=j.pods,
