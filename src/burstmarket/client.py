@@ -112,6 +112,11 @@ class TickReport(Stats, frozen=True):
     islands: list[Stats]
 
 
+class LaterPrice(msgspec.Struct, frozen=True):
+    at: datetime
+    price_per_gpu_hour: Decimal
+
+
 class Rung(msgspec.Struct, frozen=True):
     """The price to win `nodes` whole nodes: displacing the lowest standing bids it takes."""
 
@@ -125,6 +130,9 @@ class Rung(msgspec.Struct, frozen=True):
     reason: str | None = None
     """Why it cannot be contested now, as a code (`windows-hold`: protection windows hold its
     nodes until `contestable_at`); None when it can."""
+    later: list[LaterPrice] = []
+    """The rung's price from each later time windows end within the hour, where it changes:
+    the next release may bring more supply, so waiting may cost less."""
 
     @property
     def contestable_now(self) -> bool:
@@ -143,11 +151,76 @@ class Ladder(msgspec.Struct, frozen=True):
         return next((r for r in self.rungs if r.nodes == nodes), None)
 
 
+class OwnRung(msgspec.Struct, frozen=True):
+    """What it takes for the cluster to hold `nodes` more nodes, its own demand left out."""
+
+    nodes: int
+    gpus: int
+    price_per_gpu_hour: Decimal
+    """The lowest price at which, if nothing else changed, the next tick grants them (or, with
+    `contestable_at`, the tick then)."""
+    usd_per_hour: Decimal
+    """What the cluster's whole holding would be billed per hour then, at most."""
+    contestable_at: datetime | None = None
+    """None: the next tick grants it; else when protection windows let it."""
+    later: list[LaterPrice] = []
+    """The rung's price from each later time windows lapse within the hour, where it changes:
+    waiting may cost less."""
+
+    @property
+    def next_tick(self) -> bool:
+        return self.contestable_at is None
+
+
+class OwnLadder(msgspec.Struct, frozen=True):
+    cluster: str
+    island: str
+    tick: int
+    time: datetime
+    held_nodes: int
+    rungs: list[OwnRung]
+
+    def rung(self, nodes: int) -> OwnRung | None:
+        """The rung for `nodes` more nodes; None past what the cluster could get within the
+        hour."""
+        return next((r for r in self.rungs if r.nodes == nodes), None)
+
+
 class HeldNode(msgspec.Struct, frozen=True):
     id: str
     granted_at: datetime | None
     window_ends_at: datetime | None
     locked_price: Decimal | None
+
+
+class PendingDetail(msgspec.Struct, frozen=True):
+    """The figures of a `pending_reason`: each cause gives its own, the rest stay None
+    (docs/market.md "Why it waits")."""
+
+    since: datetime | None = None
+    """billing-hold: since when the account's balance is at or below zero."""
+    balance_usd: Decimal | None = None
+    """billing-hold: the account's balance."""
+    left_usd: Decimal | None = None
+    """spend-limit: what is left of the limit."""
+    worst_case_usd: Decimal | None = None
+    """spend-limit: the worst case of the demand that does not fit."""
+    ceiling: Decimal | None = None
+    """The price the demand bids (bid-too-low, windows, outbid)."""
+    reserve_price: Decimal | None = None
+    """bid-too-low: the island's reserve."""
+    nodes: int | None = None
+    """no-supply, windows, outbid: the nodes it waits for."""
+    market_nodes: int | None = None
+    """no-supply: the island's nodes in service outside base load blocks."""
+    contestable_at: datetime | None = None
+    """windows: when the nodes can be won within the ceiling."""
+    price_then: Decimal | None = None
+    """windows: the price to win at `contestable_at`."""
+    price_to_win: Decimal | None = None
+    """outbid: the price to win the nodes, above the ceiling."""
+    gpus: int | None = None
+    """The small-job reasons: the GPUs the job asks for."""
 
 
 class Capacity(msgspec.Struct, frozen=True):
@@ -165,6 +238,8 @@ class Capacity(msgspec.Struct, frozen=True):
     bid_too_low: bool
     spend_limit: Decimal | None = None
     pending_reason: PendingReason | None = None
+    """Why the pending GPUs wait, as of the last tick; None: nothing was pending."""
+    pending_detail: PendingDetail | None = None
 
 
 class Bid(msgspec.Struct, frozen=True):
@@ -174,6 +249,8 @@ class Bid(msgspec.Struct, frozen=True):
     limit_price_per_gpu_hour: Decimal | None
     bid_too_low: bool
     pending_reason: PendingReason | None = None
+    """The first cause, in the order, that holds for any of its jobs, as of the last tick."""
+    pending_detail: PendingDetail | None = None
 
 
 class JobEvent(msgspec.Struct, frozen=True):
@@ -198,6 +275,11 @@ class Job(msgspec.Struct, frozen=True):
     """Set for a job of pods smaller than one node (packed onto the cluster's block)."""
     reason: str | None = None
     """Why such a job waits: ReservedTooSmall, ReservedBusy, PackingDisabled."""
+    block: str | None = None
+    """The base load block the job runs on (then `rate` is null: it bids nothing)."""
+    pending_reason: PendingReason | None = None
+    """Why the pending job waits, as of the last tick; None once it runs."""
+    pending_detail: PendingDetail | None = None
 
 
 class SpendLimit(msgspec.Struct, frozen=True):
@@ -611,23 +693,33 @@ class _Tenant(_Market):
         return one(Call("PUT", "/api/vm/capacity", Capacity, body))
 
     @endpoint
+    def own_ladder(self, max_nodes: int | None = None) -> Flow[OwnLadder]:
+        """The cluster's own ladder at its island's last tick: for n more nodes, the lowest
+        price at which the next tick grants them if nothing else changed, its own demand left
+        out (it is never told to outbid itself)."""
+        return one(Call("GET", "/api/ladder", OwnLadder, params={"max_nodes": max_nodes}))
+
+    @endpoint
     def declare_to_win(
         self, nodes: int, ceiling: Money, margin: Money = Decimal("0.10")
     ) -> Flow[Capacity]:
         """Hold `nodes` nodes in all, bidding what it takes to win the ones the cluster does not
-        hold yet (the ladder's rung for that many, plus `margin`), never above `ceiling`.
+        hold yet (its own ladder's rung for that many more, plus `margin`), never above
+        `ceiling`.
 
-        A rung that windows hold now still has its price: the demand then waits for them. With
-        nothing more to win the declaration keeps its price (at most `ceiling`); past every
-        node the island could free it bids the ceiling."""
+        The own ladder leaves the cluster's own demand out, so the bid wins at the next tick
+        unless something else changes; a rung that windows hold now still has its price (the
+        demand then waits for them). With nothing more to win the declaration keeps its price
+        (at most `ceiling`); past every rung, or where the rung costs more than `ceiling`, it
+        bids the ceiling and the demand waits."""
         top = to_decimal(ceiling)
         capacity = yield from one(Call("GET", "/api/vm/capacity", Capacity))
-        wanted = nodes - capacity.held_gpus // capacity.gpus_per_node
+        held = capacity.held_gpus // capacity.gpus_per_node
+        wanted = nodes - held
         bid = min(top, capacity.max_price_per_gpu_hour or top)
         if wanted > 0:
-            params = {"island": capacity.island, "max_nodes": wanted}
-            ladder = yield from one(Call("GET", "/api/market/ladder", Ladder, params=params))
-            rung = ladder.rung(wanted)
+            ladder = yield from one(Call("GET", "/api/ladder", OwnLadder))
+            rung = ladder.rung(nodes - ladder.held_nodes)
             bid = top
             if rung is not None:
                 raised = rung.price_per_gpu_hour * (1 + to_decimal(margin))

@@ -22,8 +22,21 @@ OutOfService = Literal["cordoned", "dark"]
 """Why a node is out of service, as the operator set it (docs/market.md "Nodes out of service")."""
 NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
 """A node as the operator's node list shows it."""
-PendingReason = Literal["spend-limit", "billing-hold"]
-"""Why a cluster's demand is held back (also the refusal codes it is logged with)."""
+HeldBack = Literal["spend-limit", "billing-hold"]
+"""Why the tick holds a cluster's demand back (also the refusal codes it is logged with)."""
+PendingReason = Literal[
+    "billing-hold",
+    "spend-limit",
+    "bid-too-low",
+    "PackingDisabled",
+    "ReservedBusy",
+    "ReservedTooSmall",
+    "no-supply",
+    "windows",
+    "outbid",
+]
+"""Why demand waits, in the order the first that holds is named (docs/market.md "Why it
+waits")."""
 LadderReason = Literal["windows-hold"]
 """Why a public ladder rung cannot be contested now: protection windows hold its nodes until
 its `contestable_at` (docs/api.md "Market data")."""

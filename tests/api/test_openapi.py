@@ -76,7 +76,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 39
+    assert len(operations) == 40
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -372,7 +372,9 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
                 "/api/spend-limit",
                 "/api/billing",
                 "/api/account",
+                "/api/ladder",
                 "/api/receipts",
+                "/api/ladder",
             ):
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):

@@ -56,6 +56,9 @@ REFUSED_FOR_SHAPE: list[Any] = [
     {"op": "unsubscribe", "channels": "stats:doc"},
     {"op": "snapshot"},
     {"op": "snapshot", "channel": "stats:doc"},
+    {"op": "auth"},
+    {"op": "auth", "token": ""},
+    {"op": "auth", "token": "t", "channels": ["cluster"]},
 ]
 """Frames refused for their shape alone: the document's schemas must refuse them too."""
 
@@ -64,6 +67,8 @@ REFUSED_FOR_STATE: list[dict[str, Any]] = [
     {"op": "subscribe", "channels": ["stats:atlantis"]},
     {"op": "subscribe", "channels": ["stats:later"]},
     {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 10**6},
+    {"op": "auth", "token": "not-a-token"},
+    {"op": "subscribe", "channels": ["cluster:doc-b"]},
 ]
 """Well-formed frames refused for what they name (the error's figures: channel, island,
 earliest_tick, next_tick)."""
@@ -84,7 +89,6 @@ def channel_of(document: dict[str, Any], name: str) -> str | None:
         key
         for key, channel in document["channels"].items()
         if re.fullmatch(re.sub(r"\\\{(\w+)\\\}", "[^:]+", re.escape(channel["address"])), name)
-        and channel.get("parameters")
     ]
     assert len(found) <= 1, found
     return found[0] if found else None
@@ -99,6 +103,7 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     make_island(server, "doc", nodes=4)
     make_account(server, "doc-acct", balance=10_000)
     auth = make_cluster(server, "doc-acct", "doc", "vm", "doc-a")
+    authenticate = {"op": "auth", "token": auth["Authorization"].removeprefix("Bearer ")}
     ok(
         server.client.put(
             "/api/vm/capacity", json={"max_gpus": 16, "max_price_per_gpu_hour": 3}, headers=auth
@@ -116,7 +121,7 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     channel = document["channels"]["market"]
     assert channel["servers"] == [{"$ref": "#/servers/market"}]
     feeds = [name for name in document["channels"] if name != "market"]
-    assert feeds == ["ladder", "rates", "stats"]
+    assert feeds == ["ladder", "rates", "stats", "cluster"]
     schemas = {
         name: jsonschema_rs.Draft7Validator(message["payload"])
         for name, message in channel["messages"].items()
@@ -158,6 +163,12 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
             received.append(recv(ws))
         send(ws, ACCEPTED[6])
         received += gather(ws, 1 + 2)  # subscribed, the replayed tick 2 of each (whole)
+        send(ws, authenticate)
+        received.append(recv(ws))  # authenticated
+        send(ws, {"op": "subscribe", "channels": ["cluster"]})
+        received += gather(ws, 1 + 1)  # subscribed, the cluster's snapshot
+        tick(server)
+        received += gather(ws, 3)  # the stats and ladder updates, the cluster's
         make_island(server, "later", nodes=2)  # exists, has not ticked
         for frame in REFUSED_FOR_SHAPE + REFUSED_FOR_STATE:
             send(ws, frame)
@@ -168,7 +179,7 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     assert {m["type"] for m in errors} == {"error"}
     received += [*errors, heartbeat]
 
-    for frame in ACCEPTED + REFUSED_FOR_STATE:
+    for frame in [*ACCEPTED, authenticate, *REFUSED_FOR_STATE]:
         assert fits_client_schema(frame), frame
     for frame in REFUSED_FOR_SHAPE:
         assert not fits_client_schema(frame), frame

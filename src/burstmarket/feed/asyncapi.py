@@ -13,10 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from burstmarket import __version__
-from burstmarket.errors import Invalid, NotTickedYet, UnknownIsland
+from burstmarket.errors import Forbidden, Invalid, NotTickedYet, Unauthorized, UnknownIsland
 from burstmarket.feed.catalog import ISLAND_PLACEHOLDER, Delta, FeedSpec
 from burstmarket.feed.hub import SLOW_CONSUMER
-from burstmarket.feed.protocol import MAX_CHANNEL, MAX_CHANNELS, MAX_ID, MAX_ID_INT
+from burstmarket.feed.private import SCHEMA as CLUSTER_SCHEMA
+from burstmarket.feed.protocol import (
+    CLUSTER_CHANNEL,
+    MAX_CHANNEL,
+    MAX_CHANNELS,
+    MAX_ID,
+    MAX_ID_INT,
+    MAX_TOKEN,
+)
 
 HEARTBEAT_SECONDS = 5.0
 ISLAND_PARAMETER = ISLAND_PLACEHOLDER.strip("{}")
@@ -44,8 +52,14 @@ ERROR_CODES = {
     Invalid.code: "a malformed frame or out-of-range value; `field` names it",
     UnknownIsland.code: "a channel of an island that does not exist (`island`)",
     NotTickedYet.code: "a channel of an island that has not ticked yet (`island`)",
+    Unauthorized.code: f"an unknown token, or `{CLUSTER_CHANNEL}` before `auth`",
+    Forbidden.code: f"another cluster's channel (`{CLUSTER_CHANNEL}:<id>`), a second cluster "
+    "on one socket, or `auth` on a feed edge",
 }
-"""The refusals the feed answers with (feed/service.py raises no others)."""
+"""The refusals the feed answers with (feed/service.py and feed/private.py raise no others)."""
+EDGE_CODES = (Invalid.code, UnknownIsland.code, Forbidden.code)
+"""Those of a feed edge, which knows only the islands on the bus and serves no cluster's
+channel."""
 
 ERROR_FIGURES: dict[str, dict[str, Any]] = {
     "field": {
@@ -53,7 +67,7 @@ ERROR_FIGURES: dict[str, dict[str, Any]] = {
         "description": "the field at fault (`invalid`): `frame` when "
         "the frame is not a JSON object, else op, channels, from_tick or id",
     },
-    "channel": {"type": "string", "description": "the channel refused"},
+    "channel": {"type": "string", "description": "the channel refused (unknown, forbidden, ...)"},
     "island": {"type": "string", "description": "the island the refusal is about"},
     "earliest_tick": {**_TICK, "description": "the oldest tick `from_tick` may name now"},
     "next_tick": {**_TICK, "description": "the tick after the island's latest"},
@@ -220,8 +234,50 @@ def feed_channel(spec: FeedSpec) -> Channel:
     return spec.name, channel, {f"{spec.name}Ticks": operation}
 
 
+def cluster_channel() -> Channel:
+    """The authenticated cluster's own channel, `cluster`, and the operation sending its ticks."""
+    what = (
+        "The authenticated cluster's own row of a tick of its island: what it holds, what "
+        "waits and why, its rate, and what happened to it at the tick."
+    )
+    data = {"type": "object", "properties": CLUSTER_SCHEMA, "required": list(CLUSTER_SCHEMA)}
+
+    def tick(kind: str, summary: str) -> dict[str, Any]:
+        payload = {
+            "type": {"const": kind},
+            "channel": {"const": CLUSTER_CHANNEL},
+            "tick": {**_TICK, "description": "gap-free per island"},
+            "time": _TIME,
+            "data": data,
+        }
+        return _message(f"{kind}_cluster", f"{what} {summary}", _obj(payload))
+
+    channel = {
+        "address": CLUSTER_CHANNEL,
+        "title": "cluster",
+        "description": "After `auth` with a cluster token, on the `market` channel's socket.",
+        "messages": {
+            "snapshot": tick(
+                "snapshot",
+                "The latest tick, first on a subscribe (the next tick's, if the island has "
+                "not ticked since the service started).",
+            ),
+            "update": tick(
+                "update", "One per tick of the cluster's island; not replayed (no from_tick)."
+            ),
+        },
+    }
+    ref = "#/channels/cluster"
+    operation = {
+        "action": "send",
+        "channel": {"$ref": ref},
+        "messages": [{"$ref": f"{ref}/messages/{name}"} for name in ("snapshot", "update")],
+    }
+    return "cluster", channel, {"clusterTicks": operation}
+
+
 def market_channel(
-    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float
+    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float, private: bool
 ) -> Channel:
     """The websocket itself: the client's frames, the server's answers and heartbeats, and the
     codes the server closes it with; the feeds' ticks are on their own channels."""
@@ -260,8 +316,24 @@ def market_channel(
         "ping": _message(
             "ping", "Ask for a pong", _obj({"op": {"const": "ping"}, "id": _ID}, optional=("id",))
         ),
+        "auth": _message(
+            "auth",
+            "Authenticate the socket as a cluster, for its own channel"
+            + ("" if private else " (a feed edge refuses it: `forbidden`)"),
+            _obj(
+                {
+                    "op": {"const": "auth"},
+                    "token": {"type": "string", "minLength": 1, "maxLength": MAX_TOKEN},
+                    "id": _ID,
+                },
+                optional=("id",),
+            ),
+        ),
     }
-    codes = "; ".join(f"`{code}`: {what}" for code, what in ERROR_CODES.items())
+    error_codes = {
+        code: what for code, what in ERROR_CODES.items() if private or code in EDGE_CODES
+    }
+    codes = "; ".join(f"`{code}`: {what}" for code, what in error_codes.items())
     server = {
         "subscribed": _reply("subscribed", "Channels joined", channels=_CHANNELS),
         "unsubscribed": _reply("unsubscribed", "Channels left", channels=_CHANNELS),
@@ -275,7 +347,7 @@ def market_channel(
                     "error": {
                         "oneOf": [
                             {"const": code, "description": what}
-                            for code, what in ERROR_CODES.items()
+                            for code, what in error_codes.items()
                         ]
                     },
                     "detail": {"type": "string", "description": "a sentence"},
@@ -301,6 +373,12 @@ def market_channel(
             ),
         ),
     }
+    if private:
+        server["authenticated"] = _reply(
+            "authenticated",
+            f"The socket is the cluster's: it may subscribe `{CLUSTER_CHANNEL}`",
+            cluster={"type": "string"},
+        )
     channel = {
         "address": path,
         "title": "market",
@@ -328,14 +406,21 @@ def market_channel(
 
 
 def document(
-    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float
+    specs: tuple[FeedSpec, ...],
+    path: str,
+    *,
+    backlog: int,
+    ping_seconds: float,
+    private: bool = True,
 ) -> dict[str, Any]:
     """The document; its `servers` is filled in for each request (`servers()`). Each channel
-    comes from a function of its own (`market_channel`, `feed_channel`): a new channel is one
-    more function and one more entry here."""
+    comes from a function of its own (`market_channel`, `feed_channel`, `cluster_channel`): a
+    new channel is one more function and one more entry here. `private`: the server serves the
+    clusters' own channel (a feed edge does not: it refuses `auth`)."""
     built = [
-        market_channel(specs, path, backlog=backlog, ping_seconds=ping_seconds),
+        market_channel(specs, path, backlog=backlog, ping_seconds=ping_seconds, private=private),
         *(feed_channel(spec) for spec in specs),
+        *([cluster_channel()] if private else []),
     ]
     return {
         "asyncapi": "3.0.0",
@@ -345,7 +430,13 @@ def document(
             "description": (
                 "Public, read-only market data over one websocket (the `market` channel). "
                 "Feeds: " + ", ".join(f"`{spec.channel}`" for spec in specs) + ", one "
-                f"channel each. A subscriber that falls behind ({backlog} messages held, or a "
+                "channel each"
+                + (
+                    f"; after `auth` with a cluster token, its own `{CLUSTER_CHANNEL}`"
+                    if private
+                    else ""
+                )
+                + f". A subscriber that falls behind ({backlog} messages held, or a "
                 f"keepalive ping unanswered for {ping_seconds:g} s) is closed with code 4008 "
                 "`slow-consumer` and may resubscribe with `from_tick`."
             ),

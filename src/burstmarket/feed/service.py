@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -23,6 +24,7 @@ from litestar.params import QueryParameter
 
 from burstmarket import metrics
 from burstmarket.apidoc import MARKET_DATA, documented, refusals
+from burstmarket.contract import ClusterTickView
 from burstmarket.errors import Invalid, MarketError, NotTickedYet, UnknownIsland, echo
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document, servers
 from burstmarket.feed.catalog import FeedSpec, load_catalog
@@ -35,7 +37,10 @@ from burstmarket.feed.messages import (
     reply_frame,
     rfc3339,
 )
+from burstmarket.feed.private import Authenticate, ClusterChannels, is_private
 from burstmarket.feed.protocol import (
+    CLUSTER_CHANNEL,
+    Auth,
     ClientFrame,
     Ping,
     Snapshot,
@@ -89,12 +94,17 @@ class FeedOptions:
 
 
 class FeedService:
-    def __init__(self, source: Source, options: FeedOptions) -> None:
+    def __init__(
+        self, source: Source, options: FeedOptions, authenticate: Authenticate | None = None
+    ) -> None:
+        """`authenticate`: how a cluster token is checked, for the clusters' own channels
+        (feed/private.py); without it (a feed edge) they are refused."""
         self.options = options
         self.specs = load_catalog()
         self._deltas = {spec.name: spec.delta for spec in self.specs if spec.delta is not None}
         self._source = source
         self._hub = Hub()
+        self.clusters = ClusterChannels(self._hub, authenticate)
         self.islands: dict[str, tuple[int, datetime]] = {}
         """Every island that has ticked: its latest tick and that tick's time."""
         self._replay_reads = asyncio.Semaphore(options.replay_reads)
@@ -102,7 +112,11 @@ class FeedService:
         """(feed, island) -> (latest tick, oldest tick a replay may start from at that tick)."""
         self._heartbeats: asyncio.Task[None] | None = None
         self._asyncapi = document(
-            self.specs, options.ws_path, backlog=options.backlog, ping_seconds=options.ping_seconds
+            self.specs,
+            options.ws_path,
+            backlog=options.backlog,
+            ping_seconds=options.ping_seconds,
+            private=self.clusters.served,
         )
         self.route_handlers: list[BaseRouteHandler] = [
             *(self._latest_handler(spec) for spec in self.specs),
@@ -139,6 +153,10 @@ class FeedService:
         if delta is not None and before is not None:
             row.follow(delta, before)
         self._hub.publish(row)
+
+    def publish_clusters(self, views: Iterable[ClusterTickView]) -> None:
+        """A tick's cluster rows, each to its own cluster's channel only (feed/private.py)."""
+        self.clusters.publish(views)
 
     async def _beat(self) -> None:
         loop = asyncio.get_running_loop()
@@ -192,6 +210,8 @@ class FeedService:
                 await self.island(island)
                 return spec, island
         names = ", ".join(spec.channel for spec in self.specs)
+        if self.clusters.served:
+            names += f", {CLUSTER_CHANNEL} (after auth)"
         raise Invalid(
             "channels", f"unknown channel {channel!r}; channels are {names}", channel=channel
         )
@@ -246,7 +266,7 @@ class FeedService:
 
     @staticmethod
     def _refuse(subscriber: Subscriber, error: MarketError, answering: str | int | None) -> None:
-        log_refusal(error)
+        log_refusal(error, subscriber.cluster)
         subscriber.offer(error_frame(error, answering))
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
@@ -256,37 +276,53 @@ class FeedService:
             await self._subscribe(subscriber, frame)
         elif isinstance(frame, Snapshot):
             self._snapshot(subscriber, frame)
+        elif isinstance(frame, Auth):
+            cluster = self.clusters.authenticate(subscriber, frame.token)
+            subscriber.offer(reply_frame("authenticated", frame.id, cluster=cluster))
         else:
             self._unsubscribe(subscriber, frame)
 
     def _unsubscribe(self, subscriber: Subscriber, frame: Unsubscribe) -> None:
         channels = list(dict.fromkeys(frame.channels))
         for channel in channels:
-            self._hub.leave(subscriber, channel)
+            self._hub.leave(subscriber, self.clusters.joined_as(subscriber, channel))
         subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
         """Each channel on its own (as Coinbase does): one `error` naming each channel refused
         (and one REFUSED line), then one `subscribed` listing those joined, if any. A channel
         subscribed again is started again (its replay replaced, never added)."""
-        joining = []
+        joining: list[str] = []
+        keys: list[str] = []
+        """What the hub knows each channel joined by (a cluster's own channel: feed/private.py)."""
+        own = False
         for channel in dict.fromkeys(frame.channels):
             try:
-                spec, island = await self.resolve(channel)
-                latest = await self.latest(spec, island)
-                if frame.from_tick is not None:
-                    await self._check_from_tick(spec, island, latest, frame.from_tick)
+                if is_private(channel):
+                    key = self.clusters.check(subscriber, channel, frame.from_tick)
+                    own = True
+                else:
+                    spec, island = await self.resolve(channel)
+                    latest = await self.latest(spec, island)
+                    if frame.from_tick is not None:
+                        await self._check_from_tick(spec, island, latest, frame.from_tick)
+                    key = channel
             except MarketError as error:
                 error.figures.setdefault("channel", echo(channel))
                 self._refuse(subscriber, error, frame.id)
                 continue
             joining.append(channel)
+            keys.append(key)
         if subscriber.closed or not joining:
             return
-        for channel in joining:
-            self._hub.join(subscriber, channel)
+        for key in keys:
+            self._hub.join(subscriber, key)
         subscriber.offer(reply_frame("subscribed", frame.id, channels=joining))
+        if own:
+            self.clusters.start(subscriber)
         for channel in joining:
+            if is_private(channel):
+                continue
             subscriber.start(self._hub.latest[channel], frame.from_tick)
 
     def _snapshot(self, subscriber: Subscriber, frame: Snapshot) -> None:

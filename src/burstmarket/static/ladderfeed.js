@@ -1,7 +1,7 @@
 // The public ladder as a feed subscriber keeps it (docs/api.md "The feed"): a snapshot, or a
 // replay's first update, carries the whole ladder (`rungs`); every other update the rungs new
 // or changed since the tick before (`changed`, each whole) and the node counts of those gone
-// (`removed`). Shared by the dashboard and the console.
+// (`removed`).
 function ladderAfter(rungs, data) {
   if (data.rungs) return data.rungs;
   const kept = new Map((rungs || []).map((r) => [r.nodes, r]));

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from burstmarket.clock import to_datetime
 from burstmarket.market.ladder import published_ladder
+from burstmarket.market.own_ladder import own_ladders
 from burstmarket.market.receipts import receipts
 from burstmarket.market.tick import (
     billing,
@@ -25,8 +26,14 @@ from burstmarket.market.tick import (
     verdicts,
 )
 from burstmarket.market.tick.apply import apply
-from burstmarket.market.tick.clearing import clear_round, window_releases, with_step_downs
+from burstmarket.market.tick.clearing import (
+    clear_round,
+    next_bids,
+    window_releases,
+    with_step_downs,
+)
 from burstmarket.market.tick.output import gather_output
+from burstmarket.market.tick.own import holdings, newcomers
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
 
@@ -63,11 +70,19 @@ def run_tick(inp: TickInput) -> TickOutput:
     billing.charge(s, clearing)
     billing.bill_blocks(s)
     block_terms.count_negative(s)  # on the balance this tick's own billing leaves
+    # 9. the ladders, on the auction the next tick would run if nothing else changed
+    coming = next_bids(s, inp.interval_ns)
+    releases = window_releases(s, [*coming.protected, *coming.stepping_down])
+    fresh = newcomers()
+    every = [*holdings(s, coming, clearing), *fresh.values()]
+    ladders = own_ladders(coming.auction, every, releases, s.now)
+    s.own_ladders = {c: ladders[c] for c in s.clusters}
+    s.newcomer_ladders = {kind: ladders[h.cluster] for kind, h in fresh.items()}
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
-    verdicts.pending_reasons(s)
+    verdicts.pending_reasons(s, low)
     held = [*bids.protected, *bids.stepping_down]
-    ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
+    ladder = published_ladder(coming.auction, releases, s.now)
     out = gather_output(s, clearing, {n.id for n in held}, low, ladder)
     # why each cluster pays what `billing.charge` billed it for the interval
     out.receipts = receipts(

@@ -9,6 +9,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 
@@ -37,6 +38,8 @@ class TickInput:
     given back, and closed, when the block stops."""
     billed: Billed | None = None
     """How far the island's market billing has gone (None: never billed)."""
+    hold_since: dict[str, int] = field(default_factory=dict)
+    """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
 
 
 @dataclass(slots=True)
@@ -53,9 +56,18 @@ class TickOutput:
     allocations: list[tuple[str, str, AllocationKind]]
     """(cluster, node, kind) for every held node after the tick."""
     pending_gpus: int
+    pending: dict[str, int]
+    """Cluster -> the GPUs it asks for and does not hold after the tick (every cluster)."""
+    holders_before: dict[str, str | None]
+    """Node -> the cluster that held it before the tick, for every node the tick moved between
+    holders (the grants and reclaims of each cluster's own feed channel)."""
     verdicts: list[tuple[str, str]]
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
     blocks: list[Block] = field(default_factory=list)
     """Blocks whose row changed: billing progress, end of term, cancellation."""
+    own_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
+    newcomer_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Kind -> the own ladder of a cluster of that kind made since the tick."""
     receipts: list[Receipt] = field(default_factory=list)
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
