@@ -259,8 +259,8 @@ async function refreshChart(state) {
     state.node.querySelector("a.csv").href = seriesUrl(state.info.id, frame, "csv");
     state.node.querySelector("a.arrow").href = seriesUrl(state.info.id, frame, "arrow");
     const form = document.getElementById("custom");
-    if (view.range !== "custom" && !form.contains(document.activeElement)) {
-      form.elements.from.value = isoMinute(frame.start); // the range shown, to edit from
+    if (!form.contains(document.activeElement)) {
+      form.elements.from.value = isoMinute(frame.start); // the range shown, in whole candles
       form.elements.to.value = isoMinute(frame.end);
     }
     state.drawn = key;
@@ -338,11 +338,6 @@ function showRange() {
   }
   const custom = document.querySelector(".ranges button[data-range='custom']");
   custom.disabled = view.range !== "custom";
-  if (view.range === "custom") {
-    const form = document.getElementById("custom");
-    form.elements.from.value = isoMinute(view.start);
-    form.elements.to.value = isoMinute(view.end);
-  }
   for (const state of islands.values()) refreshChart(state);
   refreshCompare();
 }

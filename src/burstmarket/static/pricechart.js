@@ -162,8 +162,8 @@ class TimeChart {
     ctx.textBaseline = "middle";
     const prices = niceTicks(lo, hi, 5);
     // as many decimals as the step needs (0.025 apart reads 0.975, not 0.98 beside 0.95)
-    const step = prices.length > 1 ? prices[1] - prices[0] : 1;
-    const decimals = [2, 3, 4].find((d) => Math.abs(Math.round(step * 10 ** d) - step * 10 ** d) < 1e-6) ?? 4;
+    const gap = prices.length > 1 ? prices[1] - prices[0] : 1;
+    const decimals = [2, 3, 4].find((d) => Math.abs(Math.round(gap * 10 ** d) - gap * 10 ** d) < 1e-6) ?? 4;
     for (const v of prices) {
       ctx.beginPath(); ctx.moveTo(PAD.left, y(v)); ctx.lineTo(PAD.left + w, y(v)); ctx.stroke();
       ctx.fillText(v.toFixed(decimals), PAD.left - 6, y(v));
