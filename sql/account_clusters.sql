@@ -1,1 +1,1 @@
-SELECT id FROM clusters WHERE account = $account ORDER BY id
+SELECT id, island FROM clusters WHERE account = $account ORDER BY id

@@ -205,6 +205,26 @@ class SpendLimit(msgspec.Struct, frozen=True):
     spent_usd: Decimal
     committed_usd: Decimal
     left_usd: Decimal | None
+    """Never negative; None with no limit."""
+    over_by_usd: Decimal | None = None
+    """How far spent and committed stand over a limit lowered under them: no new commitment
+    is made while it is above 0."""
+
+
+class OwnAccount(msgspec.Struct, frozen=True):
+    """The account as this cluster reads it: the account's balance, base load money, billing
+    hold, rate and runway, and this cluster's spend window."""
+
+    account: str
+    balance_usd: Decimal
+    deposit_held_usd: Decimal
+    owed_usd: Decimal
+    owed_by: datetime | None
+    billing_hold_since: datetime | None
+    spent_24h_usd: Decimal
+    committed_usd: Decimal
+    rate_usd_per_hour: Decimal
+    runway_hours: float | None
 
 
 class BillingRow(msgspec.Struct, frozen=True):
@@ -644,6 +664,12 @@ class _Tenant(_Market):
     @endpoint
     def spend_limit(self) -> Flow[SpendLimit]:
         return one(Call("GET", "/api/spend-limit", SpendLimit))
+
+    @endpoint
+    def account(self) -> Flow[OwnAccount]:
+        """The account's money: balance, deposits held, owed by wire, billing hold, rate and
+        runway, with this cluster's spend window."""
+        return one(Call("GET", "/api/account", OwnAccount))
 
     @endpoint
     def billing(

@@ -322,6 +322,34 @@ class SpendLimitView(View):
     spent_usd: Amount
     committed_usd: Amount
     left_usd: Amount | None
+    """Never negative; null with no limit."""
+    over_by_usd: Amount | None
+    """How far spent and committed stand over a limit lowered under them (0 when not, null
+    with no limit): no new commitment is made while it is above 0."""
+
+
+class OwnAccountView(View):
+    """The account as one of its clusters reads it (`GET /api/account`): the account's money,
+    and this cluster's spend window."""
+
+    account: str
+    balance_usd: Amount
+    deposit_held_usd: Amount
+    """Security deposits the account's base load purchases hold, taken from the balance."""
+    owed_usd: Amount
+    """Owed by wire for base load purchases, in all."""
+    owed_by: Time | None
+    """When the earliest of it is due (null when nothing is owed)."""
+    billing_hold_since: Time | None
+    """Since when the balance is at or below zero (null while it is above)."""
+    spent_24h_usd: Amount
+    """Billed to this cluster in its spend window (as `GET /api/spend-limit`)."""
+    committed_usd: Amount
+    """This cluster's worst cases still committed beyond what is billed."""
+    rate_usd_per_hour: Amount
+    """What the account's clusters are billed per hour now: market nodes and base load."""
+    runway_hours: float | None
+    """Hours at that rate until the balance reaches zero (null when the rate is 0)."""
 
 
 class BillingRowView(View):

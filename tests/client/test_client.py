@@ -197,6 +197,15 @@ def test_kubernetes_jobs_run_and_finish(server: Server) -> None:
                 billed = await me.billing(granularity="1d")
                 assert billed[0].kind == "market"
                 assert billed[0].amount_usd > 0
+                mine = await me.account()
+                assert (mine.account, mine.billing_hold_since) == ("acct", None)
+                assert mine.balance_usd == (await op.account("acct")).balance_usd
+                assert mine.balance_usd == 1000 - sum(row.amount_usd for row in billed)
+                assert (mine.spent_24h_usd, mine.committed_usd) == (
+                    limit.spent_usd,
+                    limit.committed_usd,
+                )
+                assert limit.over_by_usd == 0
 
     arun(scenario)
 

@@ -1,6 +1,6 @@
 """Held time is billed once, without gaps, whatever a tick's lateness: on a real DuckDB file,
-ticks at chosen market times (docs/market.md "Billing"). Also the pure rule behind it: time
-before the service started is never billed."""
+ticks at chosen market times (docs/market.md "Billing"), and the account's rate read between
+them. Also the pure rule behind it: time before the service started is never billed."""
 
 from __future__ import annotations
 
@@ -163,3 +163,30 @@ def test_time_before_the_service_started_is_never_billed() -> None:
     assert rows == [(started, at, G), (at, at + TICK_NS, G)]
     # a service that did not stop: the whole time since the interval ended
     assert _pure(Billed(T0, ended), at)[0] == (ended, at, G)
+
+
+def test_the_accounts_rate_follows_a_release_and_stands_through_a_late_tick(book: Book) -> None:
+    """The rate `GET /api/account` reads (docs/market.md "Spend guard", the account): a node
+    given back inside the interval billed in advance stops counting at once, and while the next
+    tick is late the nodes still held count as they did, never as 0."""
+
+    def account() -> tuple[float, float | None]:
+        view = book.tenant.account.account("a")
+        return view.rate_usd_per_hour, view.runway_hours
+
+    book.declare(2)
+    first = T0 + TICK_NS
+    book.tick_at(first)
+    paying = float(micros_to_decimal(2 * G * RESERVE))  # alone on the island: the reserve
+    balance = float(micros_to_decimal(book.market.figures.balance("acct") // 3_600_000))
+    assert account() == (paying, round(balance / paying, 4))
+
+    clock = book.market.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(4 * NS_PER_S)  # inside the interval billed in advance
+    book.declare(1)  # one node back: refunded from now
+    assert account()[0] == paying / 2
+    clock.advance(TICK_NS)  # past the interval's end: the next tick is late
+    assert account()[0] == paying / 2
+    book.tick_at(clock.now_ns())
+    assert account()[0] == paying / 2

@@ -38,6 +38,7 @@ from burstmarket.contract import (
     NewJob,
     NewPurchase,
     OffersView,
+    OwnAccountView,
     SpendLimitChange,
     SpendLimitView,
 )
@@ -191,6 +192,14 @@ def put_spend_limit(me: Me, data: JSONBody[SpendLimitChange]) -> SpendLimitView:
     return me.tenant.spend_guard.set_limit(me.cluster, data)
 
 
+@get("/account", responses=refusals(*SIGNED))
+@threaded
+def get_account(me: Me) -> OwnAccountView:
+    """The account's money as this cluster reads it: balance, base load deposits held and
+    owed by wire, billing hold, this cluster's spend window, the account's rate and runway."""
+    return me.tenant.account.account(me.cluster)
+
+
 def _time(field: str, value: str | None) -> int | None:
     return None if value is None else from_datetime(parse_time(field, value))
 
@@ -248,6 +257,7 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
             get_blocks,
             get_spend_limit,
             put_spend_limit,
+            get_account,
             get_billing,
         ],
         guards=[tokens.cluster],

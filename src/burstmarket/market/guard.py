@@ -60,7 +60,14 @@ class Budget:
 
     @property
     def left(self) -> int | None:
-        return None if self.limit is None else self.limit - self.spent - self.committed
+        """What may still be committed: never below 0, even with a limit lowered under what
+        is spent and committed already (that part is `over_by`)."""
+        return None if self.limit is None else max(0, self.limit - self.spent - self.committed)
+
+    @property
+    def over_by(self) -> int | None:
+        """How far spent and committed stand over a limit lowered under them (0 when not)."""
+        return None if self.limit is None else max(0, self.spent + self.committed - self.limit)
 
     def fits(self, units: int) -> bool:
         left = self.left

@@ -16,6 +16,7 @@ from burstmarket.market.desks.clusters_desk import ClustersDesk
 from burstmarket.market.desks.islands_desk import IslandsDesk
 from burstmarket.market.desks.jobs_desk import JobsDesk
 from burstmarket.market.desks.node_actions import NodeActions
+from burstmarket.market.desks.own_account_desk import OwnAccountDesk
 from burstmarket.market.desks.spend_guard import SpendGuard
 from burstmarket.market.desks.vm_desk import VmDesk
 from burstmarket.market.market import Market
@@ -32,6 +33,7 @@ class Tenant:
         self.jobs = JobsDesk(market, self.spend_guard)
         self.base_load = BaseLoadDesk(market)
         self.billing = BillingDesk(market)
+        self.account = OwnAccountDesk(market, self.spend_guard)
 
 
 class Operator:

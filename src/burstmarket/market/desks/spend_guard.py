@@ -40,9 +40,7 @@ class SpendGuard:
     def limit(self, cluster_id: str) -> SpendLimitView:
         with self._db.read() as cur:
             c, island = read_cluster_and_island(cur, cluster_id)
-            now = self._clock.now_ns()
-            budget = self.budget(cur, c, island.gpus_per_node, now, cluster_nodes(cur, c.id))
-        started = c.spend_window_start if window_open(c.spend_window_start, now) else None
+            started, budget = self.window(cur, c, island)
         return _limit_view(c, started, budget)
 
     def set_limit(self, cluster_id: str, change: SpendLimitChange) -> SpendLimitView:
@@ -52,11 +50,20 @@ class SpendGuard:
             run(cur, "update_spend_limit", id=c.id, spend_limit=usd_per_day)
         return self.limit(cluster_id)
 
+    def window(self, cur: Cursor, c: Cluster, island: Island) -> tuple[int | None, Budget]:
+        """The cluster's spend window now: when it started (None: no spend in the last 24 h)
+        and its budget. The window runs from the first spend whether or not a limit is set,
+        so what it reads is the same with a limit and without (docs/market.md "Spend guard")."""
+        now = self._clock.now_ns()
+        budget = self.budget(cur, c, island.gpus_per_node, now, cluster_nodes(cur, c.id))
+        started = c.spend_window_start if window_open(c.spend_window_start, now) else None
+        return started, budget
+
     # --- the checks -----------------------------------------------------------------------
 
     def budget(self, cur: Cursor, c: Cluster, g: int, now: int, nodes: list[Node]) -> Budget:
         """What the cluster spent in its window, and what its held `nodes` still commit."""
-        if c.spend_limit is None or not window_open(c.spend_window_start, now):
+        if not window_open(c.spend_window_start, now):
             spent = 0
         else:
             row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
@@ -109,6 +116,7 @@ class SpendGuard:
                 cluster=c.id,
                 worst_case_usd=float(units_to_usd(worst)),
                 left_usd=float(units_to_usd(budget.left or 0)),
+                over_by_usd=float(units_to_usd(budget.over_by or 0)),
                 usd_per_day=usd(c.spend_limit),
             )
 
@@ -155,11 +163,12 @@ def _usd_per_day(change: SpendLimitChange) -> int | None:
 
 
 def _limit_view(c: Cluster, started: int | None, budget: Budget) -> SpendLimitView:
-    left = budget.left
+    left, over_by = budget.left, budget.over_by
     return SpendLimitView(
         usd_per_day=maybe_usd(c.spend_limit),
         window_started_at=maybe_datetime(started),
         spent_usd=float(units_to_usd(budget.spent)),
         committed_usd=float(units_to_usd(budget.committed)),
         left_usd=None if left is None else float(units_to_usd(left)),
+        over_by_usd=None if over_by is None else float(units_to_usd(over_by)),
     )

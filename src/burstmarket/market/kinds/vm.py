@@ -42,7 +42,7 @@ class VmKind(DemandKind):
         want = len(waiting)
         left = s.budget(c).left
         if left is not None and want:
-            fit = max(0, left) // max(1, worst_case(price, s.gpus_per_node, self.grant_span_ns))
+            fit = left // max(1, worst_case(price, s.gpus_per_node, self.grant_span_ns))
             if fit < want:
                 s.refused[c.id] = SPEND_LIMIT
                 want = fit
