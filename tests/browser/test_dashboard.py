@@ -480,7 +480,7 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     same_day = ends.date() == datetime.fromisoformat(held["time"]).date()
     shown_at = f"{ends:%H:%M}" if same_day else f"{ends:%m-%d %H:%M}"
     assert row.locator("td").nth(3).inner_text() == f"from {shown_at}"
-    assert row.get_attribute("title") == rung["reason"]
+    assert "protection windows hold" in (row.get_attribute("title") or "")  # the reason in words
     assert big.locator(".ladder-note").is_visible()
     # a rung contestable now is won at the next tick, and says so; no rung reads "now"
     ref_ladder = ok(server.client.get("/api/market/ladder", params={"island": "ref"}))

@@ -18,6 +18,8 @@ const STALE_TICKS = 3;       // an island is stale once its last tick is this ma
 const KEEP = 32;             // ticks kept per island for the figures and the last-ticks table
 const LADDER_ROWS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128];
 const TABLE_ROWS = 8;
+// a rung's reason code (docs/api.md), in words for its row's hover; an unknown one as it came
+const REASONS = { "windows-hold": "protection windows hold these nodes until then" };
 const islands = new Map();   // id -> panel state
 const compared = new Set();  // the islands on the compare chart
 let socket = null;
@@ -159,7 +161,7 @@ function drawLadder(state, ladder) {
     const tr = row([r.nodes, r.gpus, fmt(r.price_per_gpu_hour), when(r, ladder.time),
       nextHour(r, ladder.time), ""]);
     if (r.contestable_at) tr.className = "later";
-    if (r.reason) tr.title = r.reason;
+    if (r.reason) tr.title = REASONS[r.reason] || r.reason;
     const later = r.later || [];
     if (later.length) {
       tr.children[4].title = later.map((l) => `${fmt(l.price_per_gpu_hour)} at ${clock(l.at, ladder.time)}`)
