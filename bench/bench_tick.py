@@ -95,7 +95,7 @@ def main(ticks: int) -> None:
         for number, (whole, engine, own_cpu, stats) in enumerate(rows, start=1):
             print(
                 f"{number:>4} {whole * 1e3:9.1f} {engine * 1e3:9.1f} {(whole - engine) * 1e3:9.1f}"
-                f" {own_cpu * 1e3:9.1f} {whole / engine:6.2f}  {stats['gpus']:>9}  {stats['vwap']}"
+                f" {own_cpu * 1e3:9.1f} {whole / engine:6.2f}  {stats.gpus:>9}  {stats.vwap}"
             )
         steady = rows[1:] or rows
         whole = statistics.median(r[0] for r in steady)

@@ -13,7 +13,10 @@ SELECT
                 'price_per_gpu_hour': l.price::DOUBLE,
                 'contestable_at': l.contestable_at,
                 'reason': CASE WHEN l.contestable_at IS NOT NULL
-                    THEN 'protection windows hold the nodes until contestable_at' END
+                    THEN 'protection windows hold the nodes until contestable_at' END,
+                'later': list_transform(
+                    l.later, lambda x: {'at': x.since, 'price_per_gpu_hour': x.price::DOUBLE}
+                )
             }
             ORDER BY l.nodes
         ) FILTER (WHERE l.nodes IS NOT NULL),

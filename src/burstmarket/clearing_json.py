@@ -11,7 +11,7 @@ import msgspec
 
 from burstmarket.auction import Clearing, IslandInput, Protected, Rung, Stats, Unit
 from burstmarket.clock import rfc3339
-from burstmarket.contract import LadderRungView
+from burstmarket.contract import LadderLaterView, LadderRungView
 from burstmarket.market.ladder import LadderRung
 from burstmarket.money import MoneyError, parse_price, usd
 
@@ -97,6 +97,10 @@ def render_published_ladder(rungs: Sequence[LadderRung]) -> list[LadderRungView]
             price_per_gpu_hour=usd(r.price),
             contestable_at=rfc3339(r.contestable_at),
             reason=None if r.contestable_at is None else WINDOWS_HOLD,
+            later=[
+                LadderLaterView(at=rfc3339(at) or "", price_per_gpu_hour=usd(price))
+                for at, price in r.later
+            ],
         )
         for r in rungs
     ]

@@ -112,6 +112,11 @@ class TickReport(Stats, frozen=True):
     islands: list[Stats]
 
 
+class LaterPrice(msgspec.Struct, frozen=True):
+    at: datetime
+    price_per_gpu_hour: Decimal
+
+
 class Rung(msgspec.Struct, frozen=True):
     """The price to win `nodes` whole nodes: displacing the lowest standing bids it takes."""
 
@@ -124,6 +129,9 @@ class Rung(msgspec.Struct, frozen=True):
     time enough protection windows end for it to be."""
     reason: str | None = None
     """Why it cannot be contested now, in words; None when it can."""
+    later: list[LaterPrice] = []
+    """The rung's price from each later time windows end within the hour, where it changes:
+    the next release may bring more supply, so waiting may cost less."""
 
     @property
     def contestable_now(self) -> bool:
@@ -139,6 +147,41 @@ class Ladder(msgspec.Struct, frozen=True):
 
     def rung(self, nodes: int) -> Rung | None:
         """The rung for `nodes` nodes; None past every node that is or will be contestable."""
+        return next((r for r in self.rungs if r.nodes == nodes), None)
+
+
+class OwnRung(msgspec.Struct, frozen=True):
+    """What it takes for the cluster to hold `nodes` more nodes, its own demand left out."""
+
+    nodes: int
+    gpus: int
+    price_per_gpu_hour: Decimal
+    """The lowest price at which, if nothing else changed, the next tick grants them (or, with
+    `contestable_at`, the tick then)."""
+    usd_per_hour: Decimal
+    """What the cluster's whole holding would be billed per hour then, at most."""
+    contestable_at: datetime | None = None
+    """None: the next tick grants it; else when protection windows let it."""
+    later: list[LaterPrice] = []
+    """The rung's price from each later time windows lapse within the hour, where it changes:
+    waiting may cost less."""
+
+    @property
+    def next_tick(self) -> bool:
+        return self.contestable_at is None
+
+
+class OwnLadder(msgspec.Struct, frozen=True):
+    cluster: str
+    island: str
+    tick: int
+    time: datetime
+    held_nodes: int
+    rungs: list[OwnRung]
+
+    def rung(self, nodes: int) -> OwnRung | None:
+        """The rung for `nodes` more nodes; None past what the cluster could get within the
+        hour."""
         return next((r for r in self.rungs if r.nodes == nodes), None)
 
 
@@ -563,23 +606,33 @@ class _Tenant(_Market):
         return one(Call("PUT", "/api/vm/capacity", Capacity, body))
 
     @endpoint
+    def own_ladder(self, max_nodes: int | None = None) -> Flow[OwnLadder]:
+        """The cluster's own ladder at its island's last tick: for n more nodes, the lowest
+        price at which the next tick grants them if nothing else changed, its own demand left
+        out (it is never told to outbid itself)."""
+        return one(Call("GET", "/api/ladder", OwnLadder, params={"max_nodes": max_nodes}))
+
+    @endpoint
     def declare_to_win(
         self, nodes: int, ceiling: Money, margin: Money = Decimal("0.10")
     ) -> Flow[Capacity]:
         """Hold `nodes` nodes in all, bidding what it takes to win the ones the cluster does not
-        hold yet (the ladder's rung for that many, plus `margin`), never above `ceiling`.
+        hold yet (its own ladder's rung for that many more, plus `margin`), never above
+        `ceiling`.
 
-        A rung that windows hold now still has its price: the demand then waits for them. With
-        nothing more to win the declaration keeps its price (at most `ceiling`); past every
-        node the island could free it bids the ceiling."""
+        The own ladder leaves the cluster's own demand out, so the bid wins at the next tick
+        unless something else changes; a rung that windows hold now still has its price (the
+        demand then waits for them). With nothing more to win the declaration keeps its price
+        (at most `ceiling`); past every rung, or where the rung costs more than `ceiling`, it
+        bids the ceiling and the demand waits."""
         top = to_decimal(ceiling)
         capacity = yield from one(Call("GET", "/api/vm/capacity", Capacity))
-        wanted = nodes - capacity.held_gpus // capacity.gpus_per_node
+        held = capacity.held_gpus // capacity.gpus_per_node
+        wanted = nodes - held
         bid = min(top, capacity.max_price_per_gpu_hour or top)
         if wanted > 0:
-            params = {"island": capacity.island, "max_nodes": wanted}
-            ladder = yield from one(Call("GET", "/api/market/ladder", Ladder, params=params))
-            rung = ladder.rung(wanted)
+            ladder = yield from one(Call("GET", "/api/ladder", OwnLadder))
+            rung = ladder.rung(nodes - ladder.held_nodes)
             bid = top
             if rung is not None:
                 raised = rung.price_per_gpu_hour * (1 + to_decimal(margin))

@@ -527,6 +527,12 @@ class TickStats(FeedRow):
     reserve_price: Price
 
 
+class LadderLaterView(View):
+    at: Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
+    """RFC 3339, as the feed spells it (clock.rfc3339)."""
+    price_per_gpu_hour: Price
+
+
 class LadderRungView(View):
     nodes: int
     gpus: int
@@ -553,6 +559,13 @@ class LadderRungView(View):
             description="why the rung cannot be contested now, in words; null when it can"
         ),
     ]
+    later: Annotated[
+        list[LadderLaterView],
+        msgspec.Meta(
+            description="the rung's price from each later time protection windows end within "
+            "the hour, where it changes: the next release may bring more supply"
+        ),
+    ]
 
 
 class LadderView(FeedRow):
@@ -566,6 +579,52 @@ class LadderView(FeedRow):
             "to those protection windows hold now"
         ),
     ]
+
+
+class LaterPriceView(View):
+    at: Time
+    price_per_gpu_hour: Price
+
+
+class OwnRungView(View):
+    nodes: Annotated[int, msgspec.Meta(description="n more nodes than the cluster holds")]
+    gpus: int
+    price_per_gpu_hour: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per GPU-hour: the lowest price at which, if nothing else changed, "
+            "the next tick grants n more nodes (or, with contestable_at, the tick then)"
+        ),
+    ]
+    usd_per_hour: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per hour the cluster's whole holding would be billed then, at most"
+        ),
+    ]
+    contestable_at: Annotated[
+        Time | None,
+        msgspec.Meta(description="null: the next tick grants it; else when windows let it"),
+    ]
+    later: Annotated[
+        list[LaterPriceView],
+        msgspec.Meta(
+            description="the rung's price from each later time windows lapse within the hour, "
+            "where it changes"
+        ),
+    ]
+
+
+class OwnLadderView(View):
+    """The cluster's own ladder at the island's latest tick, its own demand left out
+    (`GET /api/ladder`)."""
+
+    cluster: str
+    island: str
+    tick: int
+    time: Time
+    held_nodes: int
+    rungs: list[OwnRungView]
 
 
 class RateView(View):

@@ -75,7 +75,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 38
+    assert len(operations) == 39
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -346,7 +346,13 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
             await call(
                 "POST", "/api/admin/ticks", json={"count": 2, "island": "docs"}, headers=OPERATOR
             )
-            for path in ("/api/vm/capacity", "/api/spend-limit", "/api/billing", "/api/account"):
+            for path in (
+                "/api/vm/capacity",
+                "/api/spend-limit",
+                "/api/billing",
+                "/api/account",
+                "/api/ladder",
+            ):
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):
                 await call("GET", path, headers=k8s)

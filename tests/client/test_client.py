@@ -112,7 +112,8 @@ def test_declare_to_win_bids_for_the_nodes_the_cluster_does_not_hold_yet(
 
 
 def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: StartServer) -> None:
-    server = start_server("--clock", "manual", "--tick-seconds", "1800")
+    # 20-minute ticks: the 1-hour windows still hold the nodes at the tick after the next
+    server = start_server("--clock", "manual", "--tick-seconds", "1200")
     with SyncOperatorClient(server.url, server.token) as op:
         op.put_island("win", gpus_per_node=8, nodes=2, reserve_price=1)
         op.create_account("acct", 10_000)
@@ -122,7 +123,7 @@ def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: Sta
         granted, _ = typed_usage.run_ticks(server.url, server.token, 2, "win")
     ladder = typed_usage.rungs(server.url, holder, "win")
     # both nodes under the holder's windows, granted a tick ago: contestable when they end
-    ends = granted.time - timedelta(minutes=30) + timedelta(hours=1)
+    ends = granted.time - timedelta(minutes=20) + timedelta(hours=1)
     assert [(n, price, when) for n, price, when, _ in ladder] == [
         (1, Decimal("2.0001"), ends),
         (2, Decimal("2.0001"), ends),

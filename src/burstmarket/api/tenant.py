@@ -39,6 +39,7 @@ from burstmarket.contract import (
     NewPurchase,
     OffersView,
     OwnAccountView,
+    OwnLadderView,
     SpendLimitChange,
     SpendLimitView,
 )
@@ -63,6 +64,7 @@ from burstmarket.errors import (
 )
 from burstmarket.market.desks import Tenant
 from burstmarket.market.desks.billing_desk import Granularity
+from burstmarket.market.own_ladder import OWN_RUNGS
 
 SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
 """What any tenant call may be refused for: the token (a VM token on a Kubernetes endpoint is
@@ -92,6 +94,25 @@ async def put_capacity(me: Me, data: JSONBody[CapacityDeclaration]) -> CapacityV
     """Declare how many GPUs at most, at what price at most; answered once durable. Lowering
     `max_gpus` always works."""
     return await me.tenant.vm.declare(me.cluster, data)
+
+
+@get("/ladder", responses=refusals(*SIGNED, Invalid, NotFound))
+@threaded
+def get_ladder(
+    me: Me,
+    max_nodes: Annotated[
+        int | None,
+        QueryParameter(
+            ge=1,
+            le=OWN_RUNGS,
+            schema_extra={"minimum": 1, "maximum": OWN_RUNGS},  # checked, and listed
+            description="keep the first n rungs",
+        ),
+    ] = None,
+) -> OwnLadderView:
+    """The cluster's own ladder at its island's last tick: for n more nodes, the lowest price
+    at which the next tick grants them if nothing else changed, its own demand left out."""
+    return me.tenant.ladder.own(me.cluster, max_nodes)
 
 
 @get("/k8s/bid", responses=refusals(*SIGNED))
@@ -245,6 +266,7 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
             get_cluster,
             get_capacity,
             put_capacity,
+            get_ladder,
             get_bid,
             put_bid,
             post_job,

@@ -1,7 +1,7 @@
 """The pure auction engine for one island: `clear(IslandInput) -> Clearing`."""
 
-from burstmarket.auction.clear import clear, with_fixed
-from burstmarket.auction.later import LaterRung, Release, later_rungs
+from burstmarket.auction.clear import clear, price_ladder, with_fixed
+from burstmarket.auction.later import LaterRung, Release, later_prices, later_rungs
 from burstmarket.auction.types import (
     Clearing,
     ClusterClearing,
@@ -23,6 +23,8 @@ __all__ = [
     "Stats",
     "Unit",
     "clear",
+    "later_prices",
     "later_rungs",
+    "price_ladder",
     "with_fixed",
 ]

@@ -34,8 +34,35 @@ _TABLE_BUDGET = 128 << 20  # bytes of the VCG's suffix tables kept at once
 
 
 def clear(island: IslandInput) -> Clearing:
+    bid_too_low = frozenset(u.cluster for u in island.units if u.price < island.reserve_price)
+    units, sizes, values, chosen, best, ladder = _allocate(island)
+    clusters, core = _payments(island, units, sizes, values, chosen, best)
+    winner_ids = {units[i].id for i in np.flatnonzero(chosen).tolist()}
+    winners = tuple(u.id for u in island.units if u.id in winner_ids)
+    return Clearing(
+        winners=winners,
+        clusters=clusters,
+        ladder=ladder,
+        stats=_stats(clusters),
+        value=best,
+        bid_too_low=bid_too_low,
+        core_rounds=core.rounds,
+        core_exact=core.exact,
+    )
+
+
+def price_ladder(island: IslandInput) -> tuple[Rung, ...]:
+    """The ladder alone (step 9), with no payments: the ladders price the auction the next
+    tick would run with it (market/ladder.py)."""
+    return _allocate(island)[5]
+
+
+def _allocate(
+    island: IslandInput,
+) -> tuple[list[Unit], Ints, Ints, npt.NDArray[np.bool_], int, tuple[Rung, ...]]:
+    """Winner determination and the ladder: the bidding units in age order, their sizes and
+    values, which the preferred optimum holds, its value, and the ladder."""
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
-    bid_too_low = frozenset(u.cluster for u in island.units if u.price < reserve)
     # age order: older first, equal `since` in the order given
     bidding = sorted(
         (i for i, u in enumerate(island.units) if u.price >= reserve),
@@ -58,20 +85,7 @@ def clear(island: IslandInput) -> Clearing:
     if level:
         probe_wins.update(found.decide(supply, level).probe_wins)
     ladder = _ladder(full, supply, g, reserve, supply - used, probe_wins)
-
-    clusters, core = _payments(island, units, sizes, values, chosen, best)
-    winner_ids = {units[i].id for i in np.flatnonzero(chosen).tolist()}
-    winners = tuple(u.id for u in island.units if u.id in winner_ids)
-    return Clearing(
-        winners=winners,
-        clusters=clusters,
-        ladder=ladder,
-        stats=_stats(clusters),
-        value=best,
-        bid_too_low=bid_too_low,
-        core_rounds=core.rounds,
-        core_exact=core.exact,
-    )
+    return units, sizes, values, chosen, best, ladder
 
 
 def _ladder_probes(full: Table, supply: int, g: int) -> list[int]:
@@ -208,7 +222,7 @@ def _without(
         sizes[pick],
         values[pick],
         at,
-        _block(len(queried), longest),
+        suffix_block(len(queried), longest),
     )
     without = found[np.argsort(queried)]  # back to code order
     losers = base[: supply + 1].copy()
@@ -217,7 +231,7 @@ def _without(
     return without, losers
 
 
-def _block(groups: int, length: int) -> int:
+def suffix_block(groups: int, length: int) -> int:
     """Suffix tables kept every this many groups: all of them within the budget, else every
     √n-th (one more pass over the items, memory O(√n·length))."""
     return 1 if (groups + 1) * length * 8 <= _TABLE_BUDGET else max(1, isqrt(groups))

@@ -549,3 +549,22 @@ def _role(roles: npt.NDArray[np.int8], i: int, took: int, won: int) -> None:
         roles[i] = 1
     elif took != won:
         roles[i] = 2
+
+
+@_compiled
+def growth_steps(best: Ints, held: int, rungs: int, step: int, gang: bool) -> Ints:
+    """Grid steps over the reserve for a cluster to hold `held` + n nodes, n = 1 … `rungs`
+    (growth.py): `best[m]` is the others' best value on S − m nodes, `step` one grid step's
+    value per node. −1 where `best` is too short (more nodes than there are)."""
+    out = np.full(rungs, -1, dtype=np.int64)
+    for n in range(1, rungs + 1):
+        total = n if gang else held + n
+        if total >= len(best):
+            break
+        floor = best[total]
+        steps = 0
+        for m in range(0, 1 if gang else total):
+            count = n if gang else total - m
+            steps = max(steps, (best[m] - floor) // (count * step) + 1)
+        out[n - 1] = steps
+    return out

@@ -16,9 +16,11 @@ reads the exact ladder of that moment or one step (0.0001) above it, never below
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
+
+import numpy as np
 
 from burstmarket.auction.knapsack import Table, add_group, empty
 from burstmarket.auction.types import IslandInput, Unit
@@ -46,8 +48,22 @@ class LaterRung:
 
 def later_rungs(island: IslandInput, releases: Sequence[Release]) -> tuple[LaterRung, ...]:
     """Rungs S + 1 … S + every released node, in order; releases may come in any order."""
+    rungs: list[LaterRung] = []
+    supply = island.nodes
+    for at, top, prices in later_prices(island, releases):
+        g = island.gpus_per_node
+        rungs += [LaterRung(n, n * g, prices[n - 1], at) for n in range(supply + 1, top + 1)]
+        supply = top
+    return tuple(rungs)
+
+
+def later_prices(
+    island: IslandInput, releases: Sequence[Release]
+) -> Iterator[tuple[int, int, list[int]]]:
+    """At each time a release comes, in order: the supply then and the price of n = 1 … that
+    supply, against the demand standing now plus the holders released by then."""
     if not releases:
-        return ()
+        return
     g, reserve = island.gpus_per_node, island.reserve_price
     ordered = sorted(releases, key=lambda release: release.at)
     supply = island.nodes
@@ -61,21 +77,18 @@ def later_rungs(island: IslandInput, releases: Sequence[Release]) -> tuple[Later
         demanded += sum(u.nodes for u in bidding)
 
     bid(island.units)
-    rungs: list[LaterRung] = []
     for at, coming in groupby(ordered, key=lambda release: release.at):
         together = list(coming)
         bid(u for release in together for u in release.units)
-        top = supply + sum(release.nodes for release in together)
-        for n in range(supply + 1, top + 1):
-            price = _price(table, top, n, g, reserve, demanded)
-            rungs.append(LaterRung(nodes=n, gpus=n * g, price=price, at=at))
-        supply = top
-    return tuple(rungs)
+        supply += sum(release.nodes for release in together)
+        yield at, supply, _prices(table, supply, g, reserve, demanded)
 
 
-def _price(table: Table, supply: int, n: int, g: int, reserve: int, demanded: int) -> int:
-    if demanded + n <= supply:
-        return reserve  # room for every bid and the newcomer too
-    displaced = int(table[supply] - table[supply - n])
+def _prices(table: Table, supply: int, g: int, reserve: int, demanded: int) -> list[int]:
+    n = np.arange(1, supply + 1)
+    displaced = table[supply] - table[supply - n]
     # the next grid price above the break-even (one step above it when it is on the grid)
-    return reserve + (displaced // (n * g * PRICE_STEP) + 1) * PRICE_STEP
+    above = reserve + (displaced // (n * g * PRICE_STEP) + 1) * PRICE_STEP
+    # room for every bid and the newcomer too: the reserve
+    prices: list[int] = np.where(demanded + n <= supply, reserve, above).tolist()
+    return prices

@@ -148,6 +148,14 @@ HISTORY = (
                 nullable=True,
             ),
             TICK_SECONDS,
+            HistoryColumn(
+                "later",
+                "STRUCT(since TIMESTAMP WITH TIME ZONE, price DECIMAL(18,6))[]",
+                "The rung's price (USD per GPU-hour) from each later time protection windows "
+                "end within the hour of the tick, where it changes. NULL in parts exported "
+                "before it was kept.",
+                nullable=True,
+            ),
         ),
     ),
 )

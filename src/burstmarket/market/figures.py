@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from burstmarket.market.ledger import BALANCE, Billed, Entry
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.store.rows import Cursor, fetch
 
 
@@ -25,6 +26,18 @@ def token_hash(token: str) -> str:
 class LastTick:
     tick: int
     time: int
+
+
+@dataclass(frozen=True, slots=True)
+class OwnLadders:
+    """Every cluster's own ladder at an island's last tick, and the market nodes it held then."""
+
+    tick: int
+    time: int
+    rungs: dict[str, tuple[OwnRung, ...]]
+    held: dict[str, int]
+    newcomer: dict[str, tuple[OwnRung, ...]]
+    """Kind -> the ladder of a cluster of that kind made since the tick."""
 
 
 class Figures:
@@ -46,6 +59,9 @@ class Figures:
         self._balances = {row["account"]: int(row["units"]) for row in balances}
         self._tokens = {row["token_hash"]: row["id"] for row in fetch(cur, "cluster_tokens")}
         self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
+        self._own: dict[str, OwnLadders] = {}
+        """Island -> its last tick's own ladders: kept in memory only (a start has none until
+        the island's next tick)."""
 
     # --- reads ----------------------------------------------------------------------------
 
@@ -58,6 +74,9 @@ class Figures:
 
     def rate(self, island: str, cluster: str) -> int | None:
         return self._rates.get(island, {}).get(cluster)
+
+    def own_ladders(self, island: str) -> OwnLadders | None:
+        return self._own.get(island)
 
     def balance(self, account: str) -> int:
         """Credit left in ledger units (at or below zero: billing hold)."""
@@ -99,7 +118,11 @@ class Figures:
             if e.kind in BALANCE:
                 self._balances[e.account] = self._balances.get(e.account, 0) - e.units
 
-    def ticked(self, island: str, last: LastTick, rates: dict[str, int]) -> None:
-        """The island's tick committed, with its clusters' rates."""
+    def ticked(
+        self, island: str, last: LastTick, rates: dict[str, int], own: OwnLadders | None = None
+    ) -> None:
+        """The island's tick committed, with its clusters' rates and own ladders."""
         self._last[island] = last
         self._rates[island] = rates
+        if own is not None:
+            self._own[island] = own

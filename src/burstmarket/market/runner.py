@@ -26,7 +26,7 @@ from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
-from burstmarket.market.figures import Figures, LastTick
+from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
@@ -97,7 +97,7 @@ class TickRunner:
                 with self._db.write() as cur:
                     self._late_scale_downs(inp, out, final)
                     _write(cur, inp, out)
-                figures.ticked(island_id, LastTick(number, at), out.rates)
+                figures.ticked(island_id, LastTick(number, at), out.rates, _own(number, at, out))
                 figures.fold(out.ledger)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
                 self._clock.ticked(at)  # market time moves with a committed tick only
@@ -228,6 +228,10 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
                 rung.gpus,
                 micros_to_decimal(rung.price),
                 _time(rung.contestable_at),
+                [
+                    {"since": to_datetime(at), "price": micros_to_decimal(price)}
+                    for at, price in rung.later
+                ],
             )
             for rung in out.ladder
         ],
@@ -260,6 +264,14 @@ def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> 
         ),
         durations=durations,
     )
+
+
+def _own(tick: int, at: int, out: TickOutput) -> OwnLadders:
+    held: dict[str, int] = defaultdict(int)
+    for cluster, _, kind in out.allocations:
+        if kind != "base_load":
+            held[cluster] += 1
+    return OwnLadders(tick, at, out.own_ladders, dict(held), out.newcomer_ladders)
 
 
 def _time(ns: int | None) -> datetime | None:

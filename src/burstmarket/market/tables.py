@@ -38,6 +38,8 @@ USD: Final = decimal(18, 6)
 SECONDS: Final = decimal(12, 3)
 """A duration of market time, exact to the ms."""
 TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
+LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
+"""A ladder rung's prices over time: from `since` on, `price` (USD per GPU-hour)."""
 """A VM cluster's declared units, oldest first (model.Tranche)."""
 
 
@@ -290,6 +292,8 @@ class LadderRow:
     gpus: int
     price: Decimal
     contestable_at: datetime | None
+    later: list[dict[str, Any]]
+    """`{since, price}` items (LATER_PRICES)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +353,7 @@ LADDER: Final = Table(
         Column("gpus", INTEGER),
         Column("price", USD),
         Column("contestable_at", TIMESTAMPTZ, null=True),
+        Column("later", LATER_PRICES),
     ],
 )
 

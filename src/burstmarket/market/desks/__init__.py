@@ -15,6 +15,7 @@ from burstmarket.market.desks.billing_desk import BillingDesk
 from burstmarket.market.desks.clusters_desk import ClustersDesk
 from burstmarket.market.desks.islands_desk import IslandsDesk
 from burstmarket.market.desks.jobs_desk import JobsDesk
+from burstmarket.market.desks.ladder_desk import LadderDesk
 from burstmarket.market.desks.node_actions import NodeActions
 from burstmarket.market.desks.own_account_desk import OwnAccountDesk
 from burstmarket.market.desks.spend_guard import SpendGuard
@@ -33,6 +34,7 @@ class Tenant:
         self.jobs = JobsDesk(market, self.spend_guard)
         self.base_load = BaseLoadDesk(market)
         self.billing = BillingDesk(market)
+        self.ladder = LadderDesk(market)
         self.account = OwnAccountDesk(market, self.spend_guard)
 
 

@@ -12,6 +12,7 @@ cluster's kind (market/kinds/: `KINDS[c.kind]`), never its name.
 from __future__ import annotations
 
 from burstmarket.market.ladder import published_ladder
+from burstmarket.market.own_ladder import own_ladders
 from burstmarket.market.tick import (
     billing,
     block_delivery,
@@ -23,8 +24,14 @@ from burstmarket.market.tick import (
     verdicts,
 )
 from burstmarket.market.tick.apply import apply
-from burstmarket.market.tick.clearing import clear_round, window_releases, with_step_downs
+from burstmarket.market.tick.clearing import (
+    clear_round,
+    next_bids,
+    window_releases,
+    with_step_downs,
+)
 from burstmarket.market.tick.output import gather_output
+from burstmarket.market.tick.own import holdings, newcomers
 from burstmarket.market.tick.tick_state import TickState
 from burstmarket.market.tick.types import TickInput, TickOutput
 
@@ -61,9 +68,17 @@ def run_tick(inp: TickInput) -> TickOutput:
     billing.charge(s, clearing)
     billing.bill_blocks(s)
     block_terms.count_negative(s)  # on the balance this tick's own billing leaves
+    # 9. the ladders, on the auction the next tick would run if nothing else changed
+    coming = next_bids(s, inp.interval_ns)
+    releases = window_releases(s, [*coming.protected, *coming.stepping_down])
+    fresh = newcomers()
+    every = [*holdings(s, coming, clearing), *fresh.values()]
+    ladders = own_ladders(coming.auction, every, releases, s.now)
+    s.own_ladders = {c: ladders[c] for c in s.clusters}
+    s.newcomer_ladders = {kind: ladders[h.cluster] for kind, h in fresh.items()}
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
     verdicts.pending_reasons(s)
     held = [*bids.protected, *bids.stepping_down]
-    ladder = published_ladder(bids.auction, clearing, window_releases(s, held))
+    ladder = published_ladder(coming.auction, releases, s.now)
     return gather_output(s, clearing, {n.id for n in held}, low, ladder)

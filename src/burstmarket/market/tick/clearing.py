@@ -43,8 +43,29 @@ class Bids:
 
 
 def clear_round(s: TickState) -> tuple[Bids, Clearing]:
-    """The island's demand now, and the auction's outcome. A unit is dated by the demand it
-    serves, so two equal bids never swap a node; equal ages never fall back to an id."""
+    """The island's demand now, and the auction's outcome."""
+    bids = gather_bids(s)
+    return bids, clear(bids.auction)
+
+
+def next_bids(s: TickState, interval_ns: int) -> Bids:
+    """The auction the next tick would run if nothing else changed: this tick's outcome applied,
+    one interval later (the windows ending by then lapsed, this tick's grants under theirs).
+    What the ladders price (market/ladder.py, market/own_ladder.py); the tick's own refusals
+    stay as they were."""
+    now, refused = s.now, dict(s.refused)
+    s.now = now + interval_ns
+    try:
+        return gather_bids(s)
+    finally:
+        s.now = now
+        s.refused.clear()
+        s.refused.update(refused)
+
+
+def gather_bids(s: TickState) -> Bids:
+    """The island's demand at `s.now`. A unit is dated by the demand it serves, so two equal
+    bids never swap a node; equal ages never fall back to an id."""
     aged: list[Aged] = []
     protected: list[Node] = []
     stepping_down: list[Node] = []
@@ -84,7 +105,7 @@ def clear_round(s: TickState) -> tuple[Bids, Clearing]:
         units=tuple(units),
         protected=tuple(Protected(c, k, price) for (c, price), k in sorted(locks.items())),
     )
-    return Bids(auction, units, demand, protected, stepping_down), clear(auction)
+    return Bids(auction, units, demand, protected, stepping_down)
 
 
 def steps_down(s: TickState, c: Cluster, n: Node) -> bool:

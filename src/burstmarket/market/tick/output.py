@@ -45,4 +45,6 @@ def gather_output(
         pending_gpus=pending,
         verdicts=verdicts,
         blocks=list(s.changed_blocks.values()),
+        own_ladders=s.own_ladders,
+        newcomer_ladders=s.newcomer_ladders,
     )

@@ -31,6 +31,7 @@ from burstmarket.market.model import (
     Node,
     priority,
 )
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.refusals import log_refusal
 from burstmarket.market.tick.books import Books
 from burstmarket.market.tick.types import TickInput
@@ -75,6 +76,11 @@ class TickState:
         self.unpriced: dict[str, Node] = {}
         """Nodes stepping down from a block with no price to lock (block_terms.end_terms): they
         stay out of the first clearing and are locked at the lowest rate it clears at."""
+        self.own_ladders: dict[str, tuple[OwnRung, ...]] = {}
+        """Cluster -> its own ladder (market/own_ladder.py), priced after the clearing on the
+        auction the next tick would run; the verdicts read it."""
+        self.newcomer_ladders: dict[str, tuple[OwnRung, ...]] = {}
+        """Kind -> the own ladder of a cluster of that kind with no demand yet."""
 
         # the transitions' own memory
         self._started: dict[JobKey, str] = {}

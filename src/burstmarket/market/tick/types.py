@@ -9,6 +9,7 @@ from burstmarket.auction import Clearing
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.own_ladder import OwnRung
 from burstmarket.states import AllocationKind
 
 
@@ -56,3 +57,7 @@ class TickOutput:
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
     blocks: list[Block] = field(default_factory=list)
     """Blocks whose row changed: billing progress, end of term, cancellation."""
+    own_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
+    newcomer_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
+    """Kind -> the own ladder of a cluster of that kind made since the tick."""

@@ -1,0 +1,172 @@
+"""Each cluster's own ladder (docs/market.md "The cluster's own ladder"): for n = 1 … N, the
+lowest grid price at which, if nothing else changed, the next tick grants it n more nodes, its
+own losing demand left out, and what its whole holding would then be billed per hour.
+
+It is priced on the auction the next tick would run (tick/clearing.py `next_bids`), so a rung
+that reads "now" is one the next tick can grant; a rung that needs nodes windows hold now reads
+from when (`contestable_at`) and its price then, and every rung lists its price at each later
+time windows lapse within the hour (`later`): waiting may cost less than bidding now.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from burstmarket.auction import IslandInput, Release, growth
+from burstmarket.clock import NS_PER_HOUR
+
+Ints = npt.NDArray[np.int64]
+
+OWN_RUNGS = 16
+"""The most rungs a cluster's own ladder has (`GET /api/ladder?max_nodes=` keeps the first)."""
+LATER_TIMES = 8
+"""The most times within the hour a cluster's own ladder is priced at, the earliest first: each
+is one more pass over the island's demand (docs/market.md "The cluster's own ladder")."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnRung:
+    nodes: int
+    """n more nodes."""
+    gpus: int
+    price: int
+    """µUSD/GPU-h: the lowest grid price granting n more (at the next tick, or at
+    `contestable_at` when windows hold the nodes)."""
+    usd_per_hour: int
+    """µUSD/h the cluster's whole holding would be billed then, at most."""
+    contestable_at: int | None
+    """Market ns; None: winnable at the next tick."""
+    later: tuple[tuple[int, int], ...]
+    """(at ns, price µUSD/GPU-h) at each time windows lapse within the next hour, after the
+    rung's own time, where its price changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """What one cluster brings to its own ladder, from the next tick's auction."""
+
+    cluster: str
+    own: frozenset[str]
+    """Its units left out of everyone else's demand: a VM cluster's every unit (they all bid
+    the new ceiling), a Kubernetes cluster's pending jobs."""
+    held: int
+    """Its held nodes out of their window, which must keep winning (VM: they bid the ceiling)."""
+    gang: bool
+    """A Kubernetes cluster grows by one new job of n nodes; a VM cluster by n single units."""
+    caps: tuple[tuple[int, int], ...] = ()
+    """(window end, lock) of each VM node it holds under a window: the new ceiling lifts the
+    cap to it; once the window ends the node bids again with the cluster's others."""
+    paid: int = 0
+    """µUSD/h it pays for what it holds (Kubernetes: a new job adds to it)."""
+
+    def at(self, time: int, released: frozenset[str]) -> Holding:
+        """The holding once the windows ending by `time` have lapsed: a VM cluster's released
+        nodes (their units `released`) bid with its others."""
+        if self.gang:
+            return self
+        lapsed = sum(1 for end, _ in self.caps if end <= time)
+        return Holding(
+            self.cluster,
+            self.own | released,
+            self.held + lapsed,
+            False,
+            tuple((end, lock) for end, lock in self.caps if end > time),
+        )
+
+    def billed(self, prices: Ints, g: int) -> Ints:
+        """Its whole holding's bill per hour at most with n = 1, 2 … more at `prices[n − 1]`:
+        a payment never exceeds the bid nor a protected node's cap."""
+        more = np.arange(1, len(prices) + 1)
+        if self.gang:
+            return self.paid + more * prices * g
+        capped = np.zeros(len(prices), dtype=np.int64)
+        for _, lock in self.caps:
+            capped += np.maximum(lock, prices)
+        return (capped + (self.held + more) * prices) * g
+
+
+def own_ladders(
+    auction: IslandInput,
+    holdings: Sequence[Holding],
+    releases: Sequence[Release],
+    now: int,
+    rungs: int = OWN_RUNGS,
+) -> dict[str, tuple[OwnRung, ...]]:
+    """Every cluster's own ladder on the next tick's `auction`, then at each of the first
+    `LATER_TIMES` times within the hour after `now` that windows end (`releases`: the nodes
+    under a window then, by the time it ends, tick/clearing.py `window_releases`)."""
+    g = auction.gpus_per_node
+    times: list[int | None] = [None]
+    levels = [_priced(auction, holdings, rungs)]
+    coming = sorted({r.at for r in releases if r.at <= now + NS_PER_HOUR})[:LATER_TIMES]
+    for end in coming:
+        come = [r for r in releases if r.at <= end]
+        then = replace(
+            auction,
+            nodes=auction.nodes + sum(r.nodes for r in come),
+            units=auction.units + tuple(u for r in come for u in r.units),
+        )
+        mine: dict[str, set[str]] = defaultdict(set)
+        for u in then.units[len(auction.units) :]:
+            mine[u.cluster].add(u.id)
+        times.append(end)
+        moved = [h.at(end, frozenset(mine[h.cluster])) for h in holdings]
+        levels.append(_priced(then, moved, rungs))
+    out: dict[str, tuple[OwnRung, ...]] = {}
+    for h in holdings:
+        out[h.cluster] = _rungs(g, times, [level[h.cluster] for level in levels])
+    return out
+
+
+def _rungs(
+    g: int, times: Sequence[int | None], levels: Sequence[tuple[list[int], list[int]]]
+) -> tuple[OwnRung, ...]:
+    """A cluster's rungs from its (prices, bills) at each time: a rung's own is the first that
+    has one (−1: none then); `later` lists the times after it where its price changes."""
+    ladder = []
+    for i, (price, billed) in enumerate(zip(*levels[0], strict=True)):
+        n = i + 1
+        since = times[0]
+        if price < 0:
+            first = next((k for k, (p, _) in enumerate(levels) if p[i] >= 0), None)
+            if first is None:
+                break
+            since, price, billed = times[first], levels[first][0][i], levels[first][1][i]
+        later: list[tuple[int, int]] = []
+        last = price
+        for at, (p, _) in zip(times[1:], levels[1:], strict=True):
+            if at is not None and since is not None and at <= since:
+                continue
+            if p[i] >= 0 and p[i] != last:
+                assert at is not None
+                later.append((at, p[i]))
+                last = p[i]
+        ladder.append(OwnRung(n, n * g, price, billed, since, tuple(later)))
+    return tuple(ladder)
+
+
+def _priced(
+    auction: IslandInput, holdings: Sequence[Holding], rungs: int
+) -> dict[str, tuple[list[int], list[int]]]:
+    """Cluster -> the prices of rungs 1 … `rungs` in `auction` (−1: more nodes than there
+    are) and its bills then."""
+    supply, g, reserve = auction.nodes, auction.gpus_per_node, auction.reserve_price
+    groups = [h for h in holdings if h.own]
+    depth = max((h.held + rungs for h in holdings), default=0)
+    rows = growth.without(auction.units, supply, g, reserve, [h.own for h in groups], depth)
+    tables = {h.cluster: row for h, row in zip(groups, rows, strict=True)}
+    alone = len(groups) < len(holdings)  # some cluster has no demand of its own there
+    everyone = growth.full(auction.units, supply, g, reserve) if alone else None
+    out = {}
+    for h in holdings:
+        others = tables.get(h.cluster, everyone)
+        assert others is not None
+        prices = growth.prices(others, supply, h.held, rungs, g, reserve, h.gang)
+        billed = np.where(prices < 0, 0, h.billed(prices, g))
+        out[h.cluster] = (prices.tolist(), billed.tolist())
+    return out
