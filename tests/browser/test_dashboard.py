@@ -453,9 +453,9 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     ok(server.client.put("/api/admin/islands/big", json=body, headers=server.operator()))
     make_account(server, "acct", 1_000_000)
     holder = make_cluster(server, "acct", "big", "vm", "holder")
+    tick(server)
     ok(declare(server, holder, 128 * 8, 2.0))  # every node of `big`, under 1-hour windows
-    granted = tick(server)
-    held = tick(server, island="big")
+    held = tick(server, island="big")  # granted now: the next tick, 30 minutes on, cannot win
     page.goto(server.url + "/")
     wait_for_chart(page, "big", "hour", held["tick"])
     wait_for_chart(page, "ref", "hour", held["tick"])
@@ -465,7 +465,7 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     ladder = ok(server.client.get("/api/market/ladder", params={"island": "big"}))
     later = [r for r in ladder["rungs"] if r["contestable_at"] is not None]
     assert later
-    ends = datetime.fromisoformat(granted["time"]) + timedelta(hours=1)
+    ends = datetime.fromisoformat(held["time"]) + timedelta(hours=1)
     assert {datetime.fromisoformat(r["contestable_at"]) for r in later} == {ends}
     big = page.locator("section[data-island='big']")
     big.locator("table.ladder tbody tr.later").first.wait_for(timeout=WAIT_MS)
@@ -513,3 +513,54 @@ def test_islands_largest_first_with_their_gpu_model_one_utc_clock_and_when_rungs
     page.wait_for_function(
         "(t) => document.getElementById('status').innerText.endsWith(t)", arg=last, timeout=WAIT_MS
     )
+
+
+def test_the_ladder_gives_each_rung_its_price_over_the_next_hour(
+    start_server: StartServer, page: Page, tmp_path: Path
+) -> None:
+    """Two holders' windows end 20 minutes apart: rungs held until the first release are
+    cheaper from the second, and the panel says how much and when."""
+    server = start_server("--clock", "manual", "--tick-seconds", "1200")
+    body = {"gpus_per_node": 8, "nodes": 6, "reserve_price": 1.0}
+    ok(server.client.put("/api/admin/islands/lt", json=body, headers=server.operator()))
+    make_account(server, "lt-acct", 100_000)
+    ok(declare(server, make_cluster(server, "lt-acct", "lt", "vm", "lt-first"), 4 * 8, 3.5))
+    tick(server, island="lt")
+    ok(declare(server, make_cluster(server, "lt-acct", "lt", "vm", "lt-second"), 2 * 8, 1.5))
+    held = tick(server, island="lt")
+    ladder = ok(server.client.get("/api/market/ladder", params={"island": "lt"}))
+    page.goto(server.url + "/")
+    section = page.locator("section[data-island='lt']")
+    page.wait_for_function(
+        "(t) => Number(document.querySelector(\"section[data-island='lt'] table.ladder\")"
+        "?.dataset.tick) >= t",
+        arg=held["tick"],
+        timeout=WAIT_MS,
+    )
+    rows = section.locator("table.ladder tbody tr")
+    shown = {
+        int(cells[0]): cells for cells in (r.locator("td").all_inner_texts() for r in rows.all())
+    }
+    assert sorted(shown) == [1, 2, 3, 4, 6]  # 1, 2, 3, 4, 6 … and the last
+    cheaper = 0
+    for rung in ladder["rungs"]:
+        if rung["nodes"] not in shown:
+            continue
+        cells = shown[rung["nodes"]]
+        assert cells[2] == f"{rung['price_per_gpu_hour']:.4f}"
+        at = datetime.fromisoformat(rung["contestable_at"])
+        assert cells[3] == f"from {at:%H:%M}"  # windows hold every node: no "next tick"
+        if not rung["later"]:
+            assert cells[4] == "–"
+            continue
+        best = min(rung["later"], key=lambda later: later["price_per_gpu_hour"])
+        then = datetime.fromisoformat(best["at"])
+        assert cells[4] == f"{best['price_per_gpu_hour']:.4f} at {then:%H:%M}"
+        cheaper += best["price_per_gpu_hour"] < rung["price_per_gpu_hour"]
+    assert cheaper == 4  # the rungs held until the first release: cheaper at the second
+    assert section.locator(".win").inner_text() == (
+        f"{ladder['rungs'][0]['price_per_gpu_hour']:.4f} from "
+        f"{datetime.fromisoformat(ladder['rungs'][0]['contestable_at']):%H:%M}"
+    )
+    section.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "ladder-1440.png"), full_page=True)
