@@ -157,7 +157,7 @@ class MarketDB(Database):
             )
         if prices:
             cur.execute(
-                "INSERT INTO ladder SELECT ?, ?, ?, n, n * ?, price, NULL "
+                "INSERT INTO ladder SELECT ?, ?, ?, n, n * ?, price, NULL, [] "
                 "FROM (SELECT unnest(range(1, ? + 1)) AS n, unnest(?::DECIMAL(18, 6)[]) AS price)",
                 [island, tick, when, gpus_per_node, len(prices), prices],
             )
@@ -180,6 +180,7 @@ class MarketDB(Database):
                 price_per_gpu_hour=float(p),
                 contestable_at=None,
                 reason=None,
+                later=[],
             )
             for n, p in enumerate(prices, start=1)
         ]

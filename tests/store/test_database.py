@@ -30,7 +30,7 @@ CONTRACT = {
     ],
     "cluster_rates": ["island", "tick", "time", "cluster", "gpus", "rate", "amount_usd"],
     "allocations": ["island", "tick", "time", "cluster", "node", "kind"],
-    "ladder": ["island", "tick", "time", "nodes", "gpus", "price", "contestable_at"],
+    "ladder": ["island", "tick", "time", "nodes", "gpus", "price", "contestable_at", "later"],
 }
 
 

@@ -147,7 +147,6 @@ HISTORY = (
                 "for the rung to be contested.",
                 nullable=True,
             ),
-            TICK_SECONDS,
             HistoryColumn(
                 "later",
                 "STRUCT(since TIMESTAMP WITH TIME ZONE, price DECIMAL(18,6))[]",
@@ -156,6 +155,7 @@ HISTORY = (
                 "before it was kept.",
                 nullable=True,
             ),
+            TICK_SECONDS,
         ),
     ),
 )
