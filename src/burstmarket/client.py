@@ -280,6 +280,53 @@ class BillingRow(msgspec.Struct, frozen=True):
     """The exact ledger sum (µUSD-per-hour × ms)."""
 
 
+class PriceLevel(msgspec.Struct, frozen=True):
+    """Other clusters' demand at one price, never who: negative nodes would give way."""
+
+    price: Decimal
+    nodes: int
+
+
+class CoreAddition(msgspec.Struct, frozen=True):
+    coalition: list[PriceLevel]
+    value: Decimal
+    """USD per hour over the reserve the coalition offers."""
+
+
+class ReceiptParts(msgspec.Struct, frozen=True):
+    reserve: Decimal
+    displaced: Decimal
+    core: Decimal
+    protected: Decimal
+
+
+class ReceiptUnits(msgspec.Struct, frozen=True):
+    reserve: int
+    displaced: int
+    core: int
+    protected: int
+
+
+class Receipt(msgspec.Struct, frozen=True):
+    """Why a tick billed the cluster what it did for its market nodes (docs/api.md)."""
+
+    tick: int
+    time: datetime
+    nodes: int
+    gpus: int
+    rate: Decimal
+    amount_usd: Decimal
+    amount_units: int
+    parts: ReceiptParts
+    """USD, adding up to `amount_usd`."""
+    parts_units: ReceiptUnits
+    """Exact, adding up to `amount_units`."""
+    displaced: list[PriceLevel]
+    core: CoreAddition | None
+    protected_displaced: list[PriceLevel]
+    capped: bool
+
+
 class Receivable(msgspec.Struct, frozen=True):
     """What a base load purchase still owes by wire."""
 
@@ -730,6 +777,19 @@ class _Tenant(_Market):
     ) -> Flow[list[BillingRow]]:
         params = {"start": start, "end": end, "granularity": granularity}
         return one(Call("GET", "/api/billing", list[BillingRow], params=params))
+
+    @endpoint
+    def receipts(
+        self,
+        start: str | None = None,
+        end: str | None = None,
+        tick: int | None = None,
+        limit: int | None = None,
+    ) -> Flow[list[Receipt]]:
+        """Why each tick billed what it did: of `tick`, or of the ticks from `start` to `end`
+        (RFC 3339), the newest `limit` (the server's default: 1,000), oldest first."""
+        params = {"start": start, "end": end, "tick": tick, "limit": limit}
+        return one(Call("GET", "/api/receipts", list[Receipt], params=params))
 
 
 class _Operator(_Market):

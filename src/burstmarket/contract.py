@@ -361,6 +361,80 @@ class BillingRowView(View):
     kind: BillingKind
 
 
+class PriceLevel(View):
+    """Demand of other clusters at one price, never who: a price level and a node count."""
+
+    price: Price
+    nodes: Annotated[
+        int,
+        msgspec.Meta(
+            description="whole nodes; negative: demand holding nodes now that would give way"
+        ),
+    ]
+
+
+class CoreAddition(View):
+    """The coalition that required the core's addition above VCG."""
+
+    coalition: Annotated[
+        list[PriceLevel],
+        msgspec.Meta(
+            description="the demand it would bring in (and, negative, the demand holding nodes "
+            "now that would give way)"
+        ),
+    ]
+    value: Annotated[
+        float,
+        msgspec.Meta(
+            description="USD per hour over the reserve it offers: the least the winners it "
+            "outbids pay together above the reserve"
+        ),
+    ]
+
+
+class ReceiptParts(View):
+    """A receipt's amount in parts, USD, adding up to amount_usd."""
+
+    reserve: Annotated[Amount, msgspec.Meta(description="the reserve price on the won nodes")]
+    displaced: Annotated[Amount, msgspec.Meta(description="VCG: the demand of others kept out")]
+    core: Annotated[Amount, msgspec.Meta(description="the core's addition above VCG")]
+    protected: Annotated[Amount, msgspec.Meta(description="the protected nodes' payment")]
+
+
+class ReceiptUnits(View):
+    """The same parts in ledger units, exact: 3.6e12 units make one USD."""
+
+    reserve: int
+    displaced: int
+    core: int
+    protected: int
+
+
+class ReceiptView(View):
+    """Why a cluster paid what one tick billed it for its market nodes (`GET /api/receipts`)."""
+
+    tick: int
+    time: Time
+    nodes: Annotated[int, msgspec.Meta(description="market nodes held: won and protected")]
+    gpus: int
+    rate: Price
+    amount_usd: Annotated[Amount, msgspec.Meta(description="what the tick billed its interval")]
+    amount_units: Annotated[int, msgspec.Meta(description="exact: 3.6e12 units make one USD")]
+    parts: ReceiptParts
+    parts_units: ReceiptUnits
+    displaced: Annotated[
+        list[PriceLevel], msgspec.Meta(description="the demand of others its won nodes keep out")
+    ]
+    core: CoreAddition | None
+    protected_displaced: Annotated[
+        list[PriceLevel], msgspec.Meta(description="what its protected nodes keep out")
+    ]
+    capped: Annotated[
+        bool,
+        msgspec.Meta(description="the protected part is the locked price, not what they displace"),
+    ]
+
+
 class IslandView(View):
     id: str
     gpus_per_node: int

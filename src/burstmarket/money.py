@@ -92,3 +92,18 @@ def units_to_usd(units: int) -> Decimal:
 def micros_to_decimal(micros: int) -> Decimal:
     """µUSD -> exact USD Decimal (for DECIMAL(18,6) columns)."""
     return Decimal(micros).scaleb(-6)
+
+
+def apportion(values: list[int], per: int) -> list[int]:
+    """Each value / `per` as a whole number, so that they add up to the rounded total."""
+    shares = [v // per for v in values]
+    short = _rounded(sum(values), per) - sum(shares)  # between 0 and len(values)
+    by_remainder = sorted(range(len(values)), key=lambda i: (shares[i] * per - values[i], i))
+    for i in by_remainder[:short]:
+        shares[i] += 1
+    return shares
+
+
+def _rounded(value: int, per: int) -> int:
+    """value / per rounded half away from zero (as money.units_to_usd shows a lone amount)."""
+    return round_div(value, per) if value >= 0 else -round_div(-value, per)

@@ -75,7 +75,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 39
+    assert len(operations) == 40
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -281,7 +281,7 @@ def test_the_document_says_what_the_server_holds_a_body_to(tmp_path: Path) -> No
         if p["schema"].get("format") == "date-time"
     ]
     times.append(("BlockChange.ends_at", bodies["BlockChange"]["properties"]["ends_at"]))
-    assert len(times) == 5
+    assert len(times) == 7
     for where, schema in times:
         assert schema["format"] == "date-time", where
         first = datetime.fromisoformat(schema["formatMinimum"])
@@ -352,6 +352,7 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
                 "/api/billing",
                 "/api/account",
                 "/api/ladder",
+                "/api/receipts",
             ):
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):

@@ -56,6 +56,7 @@ def test_snapshot_then_one_update_per_tick_gap_free(server: FeedServer) -> None:
             "price_per_gpu_hour": 3.1001,
             "contestable_at": None,
             "reason": None,
+            "later": [],
         }
 
         seen: dict[str, list[int]] = {"stats:east": [], "ladder:east": []}
@@ -340,6 +341,7 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
                         "price_per_gpu_hour": 2.0,
                         "contestable_at": None,
                         "reason": None,
+                        "later": [],
                     }
                 ],
             )

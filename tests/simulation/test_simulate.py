@@ -20,7 +20,7 @@ from burstmarket.history.dictionary import HISTORY, PARTITIONS
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
-TABLES = ("ticks", "cluster_rates", "allocations", "ladder")
+TABLES = ("ticks", "cluster_rates", "allocations", "ladder", "receipts")
 
 
 def run(*args: str) -> str:
@@ -169,7 +169,7 @@ def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> N
     # no work or trash directory left beside the history: a glob over the data dir reads it all
     assert sorted(p.name for p in simulated.iterdir() if p.is_dir()) == ["history"]
     layout = re.compile(
-        r"history/(ticks|cluster_rates|allocations|ladder)/island=(ref|edge)/"
+        r"history/(ticks|cluster_rates|allocations|ladder|receipts)/island=(ref|edge)/"
         r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet"
     )
     found = [
@@ -250,6 +250,30 @@ def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Pat
         "WHERE contestable_at IS NOT NULL AND contestable_at > time"
     )
     assert later > 0
+
+
+def test_simulated_receipts_cover_every_cluster_rate_and_add_up(simulated: Path) -> None:
+    """`simulate` writes receipts in the live layout: one per cluster rate, its parts adding
+    up to its amount, its amount the rate × GPUs × the tick's interval."""
+    history = simulated / "history"
+    ((rates, receipts, matched, summed, billed),) = query(
+        f"SELECT (SELECT count(*) FROM {parquet(history, 'cluster_rates')}), count(*), "
+        f"count(c.cluster), "
+        "count(*) FILTER (WHERE reserve_units + displaced_units + core_units + protected_units"
+        " = amount_units), "
+        "count(*) FILTER (WHERE amount_units = (r.rate * 1000000)::HUGEINT * r.gpus"
+        " * (r.tick_seconds * 1000)::BIGINT)"
+        f" FROM {parquet(history, 'receipts')} r "
+        f"LEFT JOIN {parquet(history, 'cluster_rates')} c USING (island, tick, cluster)"
+    )
+    assert rates > 100
+    assert receipts == matched == summed == billed == rates
+    # a coalition is named exactly where the core added something
+    ((unexplained,),) = query(
+        f"SELECT count(*) FROM {parquet(history, 'receipts')} "
+        "WHERE (core_units > 0) != (coalition IS NOT NULL)"
+    )
+    assert unexplained == 0
 
 
 def test_the_service_serves_simulated_history_in_its_own_units(

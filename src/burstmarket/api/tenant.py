@@ -1,5 +1,5 @@
 """Tenant endpoints (cluster token): VM capacity, Kubernetes bid and jobs, base load, spend limit,
-billing.
+billing and receipts.
 
 One router, `/api`, guarded by the cluster token (api/auth.py): each handler is handed `me`,
 its cluster and the market's tenant face (market/desks/), and hands the desk the request's
@@ -40,6 +40,7 @@ from burstmarket.contract import (
     OffersView,
     OwnAccountView,
     OwnLadderView,
+    ReceiptView,
     SpendLimitChange,
     SpendLimitView,
 )
@@ -63,7 +64,7 @@ from burstmarket.errors import (
     Unauthorized,
 )
 from burstmarket.market.desks import Tenant
-from burstmarket.market.desks.billing_desk import Granularity
+from burstmarket.market.desks.billing_desk import MAX_RECEIPTS, RECEIPTS_LIMIT, Granularity
 from burstmarket.market.own_ladder import OWN_RUNGS
 
 SIGNED = (Unauthorized, Forbidden, RateLimited, StoreUnavailable)
@@ -254,6 +255,27 @@ def get_billing(
     return Response(buffer.getvalue(), media_type="text/csv")  # type: ignore[arg-type]
 
 
+@get("/receipts", responses=refusals(*SIGNED, Invalid))
+@threaded
+def get_receipts(
+    me: Me,
+    start: TimeQuery = None,
+    end: TimeQuery = None,
+    tick: Annotated[
+        int | None, QueryParameter(ge=1, description="one tick instead of a range of times")
+    ] = None,
+    limit: Annotated[
+        int, QueryParameter(ge=1, le=MAX_RECEIPTS, description="the newest this many")
+    ] = RECEIPTS_LIMIT,
+) -> list[ReceiptView]:
+    """Why each tick billed the cluster what it did for its market nodes: the payment in parts
+    (reserve, displaced, core, protected) adding up to the amount, with the demand behind each
+    as price levels × nodes (docs/market.md "Receipts"). Oldest first."""
+    return me.tenant.billing.receipts(
+        me.cluster, _time("start", start), _time("end", end), tick, limit
+    )
+
+
 def router(tokens: Tokens, tenant: Tenant) -> Router:
     """Every tenant endpoint under `/api`, behind the cluster-token guard, each handed `me`."""
 
@@ -281,6 +303,7 @@ def router(tokens: Tokens, tenant: Tenant) -> Router:
             put_spend_limit,
             get_account,
             get_billing,
+            get_receipts,
         ],
         guards=[tokens.cluster],
         tags=["tenant (cluster token)"],

@@ -5,7 +5,9 @@ from burstmarket.auction.later import LaterRung, Release, later_prices, later_ru
 from burstmarket.auction.types import (
     Clearing,
     ClusterClearing,
+    Coalition,
     IslandInput,
+    Level,
     Protected,
     Rung,
     Stats,
@@ -15,8 +17,10 @@ from burstmarket.auction.types import (
 __all__ = [
     "Clearing",
     "ClusterClearing",
+    "Coalition",
     "IslandInput",
     "LaterRung",
+    "Level",
     "Protected",
     "Release",
     "Rung",

@@ -17,10 +17,12 @@ from burstmarket.auction import kernels
 from burstmarket.auction.allocation import optima
 from burstmarket.auction.core import CorePayments, Winner, core_payments
 from burstmarket.auction.knapsack import Table
+from burstmarket.auction.receipts import Tracer
 from burstmarket.auction.types import (
     Clearing,
     ClusterClearing,
     IslandInput,
+    Level,
     Protected,
     Rung,
     Stats,
@@ -168,15 +170,32 @@ def _payments(
     )
     vcg = dict(zip(winners, vcg_surplus, strict=True))
     core = dict(zip(winners, core_found.surplus, strict=True))
+    binding = dict(zip(winners, core_found.binding, strict=True))
 
+    # what the receipts cite (receipts.py): the units behind each payment
+    free = supply - int(sizes[chosen].sum())
+    reach = free + int((won_nodes + protected_nodes).max(initial=0))
+    tracer = Tracer(units, sizes, values, cluster, chosen, supply, reach)
+    none = np.empty(0, dtype=np.int64)
     result: dict[str, ClusterClearing] = {}
     for c in queried.tolist():
         k, p = int(won_nodes[c]), int(protected_nodes[c])
         floor = reserve * k * g
-        protected = 0
+        entering, leaving = none, none
+        if k:
+            entering, leaving = tracer.displaced(c, k, int(won_value[c]), int(without[row[c], 0]))
+        protected, capped = 0, False
+        protected_displaced: tuple[Level, ...] = ()
         if p:
             displaced = int(without[row[c], 1] - without[row[c], 0])
             protected = min(int(protected_cap[c]), reserve * p * g + displaced)
+            capped = int(protected_cap[c]) < reserve * p * g + displaced
+            protected_displaced = tracer.levels(
+                *tracer.protected(
+                    c, k, entering, leaving, p, int(without[row[c], 0]), int(without[row[c], 1])
+                )
+            )
+        left_out = binding.get(c)
         result[names[c]] = ClusterClearing(
             won_nodes=k,
             protected_nodes=p,
@@ -184,6 +203,12 @@ def _payments(
             vcg=floor + vcg[c] if k else 0,
             core=floor + core[c] if k else 0,
             protected=protected,
+            displaced=tracer.levels(entering, leaving),
+            coalition=None
+            if left_out is None
+            else tracer.coalition([winners[t] for t in left_out.tolist()]),
+            protected_displaced=protected_displaced,
+            capped=capped,
         )
     return result, core_found
 
@@ -241,7 +266,7 @@ def with_fixed(clearing: Clearing, fixed: Sequence[Protected], gpus_per_node: in
     """`clearing` with nodes held at a fixed price besides it: never contestable and never
     displacing anyone, each pays exactly its `locked_price` (a block's nodes stepping down under
     their window, docs/market.md "Base load"). They count as protected nodes of their cluster,
-    in its rate and in the statistics."""
+    in its rate and in the statistics, and their lock caps the protected part of its receipt."""
     if not fixed:
         return clearing
     clusters = dict(clearing.clusters)
@@ -252,6 +277,7 @@ def with_fixed(clearing: Clearing, fixed: Sequence[Protected], gpus_per_node: in
             protected_nodes=held.protected_nodes + hold.nodes,
             gpus=held.gpus + hold.nodes * gpus_per_node,
             protected=held.protected + hold.locked_price * hold.nodes * gpus_per_node,
+            capped=True,
         )
     clusters = dict(sorted(clusters.items()))
     return replace(clearing, clusters=clusters, stats=_stats(clusters))

@@ -39,7 +39,7 @@ rounded up to whole µUSD. What keeps it fast is this market's structure:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -82,6 +82,9 @@ class CorePayments:
     exact: bool
     """Checked at the end: the point blocks no coalition found, lies between VCG and the bids,
     and its revenue is the programs' minimum rounded up to whole µUSD."""
+    binding: list[Ints | None] = field(default_factory=list)
+    """Per winner paying above VCG, the winners T left out of the coalition that required it
+    (the tightest constraint found holding it, indices into the winners); None at VCG."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,9 @@ def core_payments(
         program.add(found)
         point = program.solve()
         rounds += 1
-    return CorePayments([int(p) for p in point], rounds, program.exact(point))
+    return CorePayments(
+        [int(p) for p in point], rounds, program.exact(point), program.binding(point)
+    )
 
 
 class _Separation:
@@ -342,6 +347,29 @@ class _Program:
             for c in (self.reps[i] for i in np.flatnonzero(binding & ~self.proven).tolist())
         ]
         return not blocking or not self._split(np.concatenate(blocking))
+
+    def binding(self, point: Ints) -> list[Ints | None]:
+        """For each winner above VCG, the left-out set of the tightest coalition found that holds
+        it. A winner raised only as a copy of its class stands in for the class member that
+        coalition left out (the swap of the module's docstring)."""
+        found: list[Ints | None] = []
+        for j in range(len(point)):
+            if point[j] <= self.lo[j]:
+                found.append(None)
+                continue
+            best: tuple[int, Ints] | None = None
+            for c in self.coalitions:
+                left_out = c.left_out
+                if j not in left_out:
+                    mates = left_out[self.classes[left_out] == self.classes[j]]
+                    if not len(mates):
+                        continue
+                    left_out = np.sort(np.append(left_out[left_out != mates[0]], j))
+                slack = int(point[left_out].sum()) - c.bound
+                if best is None or slack < best[0]:
+                    best = (slack, left_out)
+            found.append(None if best is None else best[1])
+        return found
 
     def exact(self, point: Ints) -> bool:
         """The point is between VCG and the bids, meets every constraint found, and its revenue

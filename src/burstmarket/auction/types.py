@@ -41,6 +41,26 @@ class IslandInput:
 
 
 @dataclass(frozen=True, slots=True)
+class Level:
+    """Demand of other clusters at one price level: `nodes` whole nodes at `price` µUSD per
+    GPU-hour. Negative `nodes`: demand that holds nodes now and would give way."""
+
+    price: int
+    nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Coalition:
+    """A blocking coalition that raised core payments above VCG: the demand it would bring in
+    (and the demand holding nodes now that would give way, negative), as price levels, and
+    what it offers over the reserve, µUSD per hour: the least the winners it outbids pay
+    together above the reserve (β_T in core.py)."""
+
+    levels: tuple[Level, ...]
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterClearing:
     """What one cluster holds and pays this tick. Payments are µUSD per hour, reserve included."""
 
@@ -50,6 +70,14 @@ class ClusterClearing:
     vcg: int
     core: int
     protected: int
+    displaced: tuple[Level, ...] = ()
+    """The demand of others its won nodes keep out, V(S, c̄) − O_c as price levels (receipts)."""
+    coalition: Coalition | None = None
+    """The coalition that required `core` above `vcg`; None when the core added nothing."""
+    protected_displaced: tuple[Level, ...] = ()
+    """What its protected nodes keep out: V(S + P_c, c̄) − V(S, c̄) as price levels."""
+    capped: bool = False
+    """The protected part is the locked-price cap (or a fixed lock), not what they displace."""
 
     @property
     def nodes(self) -> int:

@@ -158,6 +158,87 @@ HISTORY = (
             TICK_SECONDS,
         ),
     ),
+    HistoryTable(
+        "receipts",
+        "One row per tick and cluster holding market nodes: why the tick billed it what it did "
+        '(docs/market.md "Receipts"). The parts add up exactly to amount_units; other '
+        "clusters appear only as price levels × nodes, never by id.",
+        (
+            TICK,
+            TIME,
+            HistoryColumn("cluster", "VARCHAR", "The cluster the receipt is for."),
+            HistoryColumn("nodes", "INTEGER", "Market nodes it holds: won and protected."),
+            HistoryColumn("gpus", "INTEGER", "The same in GPUs."),
+            HistoryColumn("rate", USD_PER_GPU_HOUR, "USD per GPU-hour it pays this tick."),
+            HistoryColumn(
+                "amount_usd",
+                "DECIMAL(18,6)",
+                "USD the tick billed for its interval (amount_units rounded half up to 6 "
+                "decimals).",
+            ),
+            HistoryColumn(
+                "amount_units",
+                "DECIMAL(38,0)",
+                "The same, exact, in ledger units (µUSD-per-hour × ms: 3.6e12 make one USD): "
+                "rate × gpus × the interval's ms.",
+            ),
+            HistoryColumn(
+                "reserve_units",
+                "DECIMAL(38,0)",
+                "Ledger units of the reserve part: the reserve price on the won nodes.",
+            ),
+            HistoryColumn(
+                "displaced_units",
+                "DECIMAL(38,0)",
+                "Ledger units of the displaced value (VCG): what the demand its won nodes keep "
+                "out would pay over the reserve.",
+            ),
+            HistoryColumn(
+                "core_units",
+                "DECIMAL(38,0)",
+                "Ledger units of the core's addition above VCG (0 when VCG is in the core).",
+            ),
+            HistoryColumn(
+                "protected_units",
+                "DECIMAL(38,0)",
+                "Ledger units of the protected nodes' payment (what they displace, capped at "
+                "the locked price). The rate's rounding to the µUSD (under half a µUSD per "
+                "GPU-hour) is in the largest of the four parts.",
+            ),
+            HistoryColumn(
+                "displaced",
+                "STRUCT(price DECIMAL(18,6), nodes INTEGER)[]",
+                "The demand of other clusters its won nodes keep out: price levels (USD per "
+                "GPU-hour) × nodes; negative nodes are demand holding nodes now that would "
+                "give way.",
+            ),
+            HistoryColumn(
+                "coalition",
+                "STRUCT(price DECIMAL(18,6), nodes INTEGER)[]",
+                "The blocking coalition that required the core's addition, as the same price "
+                "levels; NULL when the core added nothing.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "coalition_value",
+                "DECIMAL(18,6)",
+                "USD per hour over the reserve the coalition offers: the least the winners it "
+                "outbids pay together above the reserve; NULL with no coalition.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "protected_displaced",
+                "STRUCT(price DECIMAL(18,6), nodes INTEGER)[]",
+                "What its protected nodes keep out, as price levels × nodes.",
+            ),
+            HistoryColumn(
+                "capped",
+                "BOOLEAN",
+                "The protected part is the locked price (the cap), not what they displace.",
+            ),
+            TICK_SECONDS,
+        ),
+    ),
 )
 assert {t.name for t in HISTORY} == set(TABLES)
 

@@ -47,6 +47,7 @@ from burstmarket.market.tables import (
     LEDGER,
     NODE_STATE,
     NODES,
+    RECEIPTS,
     TICKS,
     VERDICTS,
     AllocationRow,
@@ -237,6 +238,7 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
         ],
     )
     VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
+    RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from burstmarket.market.ledger import Entry
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, Offer
+from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
     BIGINT,
@@ -41,6 +42,8 @@ TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
 LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
 """A ladder rung's prices over time: from `since` on, `price` (USD per GPU-hour)."""
 """A VM cluster's declared units, oldest first (model.Tranche)."""
+LEVELS: Final = struct_list(price=BIGINT, nodes=INTEGER)
+"""Other clusters' demand as price levels (µUSD per GPU-hour) × nodes (market/receipts.py)."""
 
 
 def _own(name: str, kind: SqlType) -> Column:
@@ -368,6 +371,28 @@ VERDICTS: Final = Table(
     ],
 )
 
+RECEIPTS: Final = Table(
+    "receipts",
+    Receipt,
+    [
+        *_TICK,
+        Column("cluster", VARCHAR),
+        Column("nodes", INTEGER),
+        Column("gpus", INTEGER),
+        Column("rate", USD),
+        Column("amount", HUGEINT),
+        Column("reserve", HUGEINT),
+        Column("displaced", HUGEINT),
+        Column("core", HUGEINT),
+        Column("protected", HUGEINT),
+        Column("displaced_levels", LEVELS),
+        Column("coalition", LEVELS, null=True),
+        Column("coalition_value", BIGINT, null=True),
+        Column("protected_levels", LEVELS),
+        Column("capped", BOOLEAN),
+    ],
+)
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -383,5 +408,6 @@ TABLES: Final = (
     ALLOCATIONS,
     LADDER,
     VERDICTS,
+    RECEIPTS,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""

@@ -1,4 +1,5 @@
-"""A cluster's bill as rows per time bucket (docs/market.md "Billing"), `GET /api/billing`.
+"""A cluster's bill as rows per time bucket (docs/market.md "Billing"), `GET /api/billing`, and
+beside it its receipts, why each tick billed what it did (`GET /api/receipts`).
 
 The sums are exact (ledger units, SQL `billing`); what a row shows is rounded to 6 decimals so
 that the rows of a report add up exactly to the report's total, by largest remainder: every row
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 from typing import Literal, cast, get_args
 
-from burstmarket.clock import NS_PER_MS, to_datetime
-from burstmarket.contract import BillingRowView
+from burstmarket.clock import EARLIEST, LATEST, NS_PER_MS, to_datetime
+from burstmarket.contract import BillingRowView, ReceiptView
+from burstmarket.errors import Invalid
 from burstmarket.market.lookups import read_cluster
 from burstmarket.market.market import Market
-from burstmarket.money import LEDGER_UNITS_PER_MICRO, round_div
+from burstmarket.market.receipts import receipt_view
+from burstmarket.money import LEDGER_UNITS_PER_MICRO, apportion
 from burstmarket.states import BillingKind
 from burstmarket.store.rows import Cursor, fetch
 
@@ -25,6 +28,10 @@ GRANULARITIES: dict[Granularity, int] = {
     "1d": 86_400_000_000_000,
 }
 assert tuple(GRANULARITIES) == get_args(Granularity)
+RECEIPTS_LIMIT = 1_000
+"""Receipts one read gives by default: the newest of the range."""
+MAX_RECEIPTS = 10_000
+"""Receipts one read may ask for (`limit`)."""
 
 
 class BillingDesk:
@@ -39,6 +46,37 @@ class BillingDesk:
         with self._db.read() as cur:
             c = read_cluster(cur, cluster_id)
             return billing_rows(cur, c.id, start, end, granularity)
+
+    def receipts(
+        self,
+        cluster_id: str,
+        start: int | None,
+        end: int | None,
+        tick: int | None,
+        limit: int = RECEIPTS_LIMIT,
+    ) -> list[ReceiptView]:
+        """The cluster's receipts of `tick`, or of the ticks from `start` to `end` (market
+        nanoseconds; None: unbounded): the newest `limit`, oldest first."""
+        if tick is not None and (start is not None or end is not None):
+            raise Invalid("tick", "give a tick or a range of times, not both")
+        low = EARLIEST if start is None else to_datetime(start)
+        high = LATEST if end is None else to_datetime(end)
+        if low >= high:
+            raise Invalid(
+                "start", "must be before end", start=low.isoformat(), end=high.isoformat()
+            )
+        with self._db.read() as cur:
+            c = read_cluster(cur, cluster_id)
+            rows = fetch(
+                cur,
+                "receipts",
+                cluster=c.id,
+                tick=tick,
+                start=low,
+                end=high,
+                limit=limit,
+            )
+        return [receipt_view(r) for r in rows]
 
 
 def billing_rows(
@@ -64,18 +102,3 @@ def billing_rows(
         )
         for i, r in enumerate(rows)
     ]
-
-
-def apportion(values: list[int], per: int) -> list[int]:
-    """Each value / `per` as a whole number, so that they add up to the rounded total."""
-    shares = [v // per for v in values]
-    short = _rounded(sum(values), per) - sum(shares)  # between 0 and len(values)
-    by_remainder = sorted(range(len(values)), key=lambda i: (shares[i] * per - values[i], i))
-    for i in by_remainder[:short]:
-        shares[i] += 1
-    return shares
-
-
-def _rounded(value: int, per: int) -> int:
-    """value / per rounded half away from zero (as money.units_to_usd shows a lone amount)."""
-    return round_div(value, per) if value >= 0 else -round_div(-value, per)

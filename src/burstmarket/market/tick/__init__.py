@@ -11,8 +11,10 @@ cluster's kind (market/kinds/: `KINDS[c.kind]`), never its name.
 
 from __future__ import annotations
 
+from burstmarket.clock import to_datetime
 from burstmarket.market.ladder import published_ladder
 from burstmarket.market.own_ladder import own_ladders
+from burstmarket.market.receipts import receipts
 from burstmarket.market.tick import (
     billing,
     block_delivery,
@@ -81,4 +83,15 @@ def run_tick(inp: TickInput) -> TickOutput:
     verdicts.pending_reasons(s)
     held = [*bids.protected, *bids.stepping_down]
     ladder = published_ladder(coming.auction, releases, s.now)
-    return gather_output(s, clearing, {n.id for n in held}, low, ladder)
+    out = gather_output(s, clearing, {n.id for n in held}, low, ladder)
+    # why each cluster pays what `billing.charge` billed it for the interval
+    out.receipts = receipts(
+        inp.island.id,
+        inp.tick,
+        to_datetime(inp.time),
+        clearing,
+        s.reserve_price,
+        s.gpus_per_node,
+        inp.interval_ns,
+    )
+    return out

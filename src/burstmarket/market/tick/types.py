@@ -10,6 +10,7 @@ from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
 from burstmarket.market.own_ladder import OwnRung
+from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 
 
@@ -61,3 +62,5 @@ class TickOutput:
     """Cluster -> its own ladder (market/own_ladder.py), for every cluster of the island."""
     newcomer_ladders: dict[str, tuple[OwnRung, ...]] = field(default_factory=dict)
     """Kind -> the own ladder of a cluster of that kind made since the tick."""
+    receipts: list[Receipt] = field(default_factory=list)
+    """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
