@@ -192,6 +192,36 @@ class HeldNode(msgspec.Struct, frozen=True):
     locked_price: Decimal | None
 
 
+class PendingDetail(msgspec.Struct, frozen=True):
+    """The figures of a `pending_reason`: each cause gives its own, the rest stay None
+    (docs/market.md "Why it waits")."""
+
+    since: datetime | None = None
+    """billing-hold: since when the account's balance is at or below zero."""
+    balance_usd: Decimal | None = None
+    """billing-hold: the account's balance."""
+    left_usd: Decimal | None = None
+    """spend-limit: what is left of the limit."""
+    worst_case_usd: Decimal | None = None
+    """spend-limit: the worst case of the demand that does not fit."""
+    ceiling: Decimal | None = None
+    """The price the demand bids (bid-too-low, windows, outbid)."""
+    reserve_price: Decimal | None = None
+    """bid-too-low: the island's reserve."""
+    nodes: int | None = None
+    """no-supply, windows, outbid: the nodes it waits for."""
+    market_nodes: int | None = None
+    """no-supply: the island's nodes in service outside base load blocks."""
+    contestable_at: datetime | None = None
+    """windows: when the nodes can be won within the ceiling."""
+    price_then: Decimal | None = None
+    """windows: the price to win at `contestable_at`."""
+    price_to_win: Decimal | None = None
+    """outbid: the price to win the nodes, above the ceiling."""
+    gpus: int | None = None
+    """The small-job reasons: the GPUs the job asks for."""
+
+
 class Capacity(msgspec.Struct, frozen=True):
     """A VM cluster's declaration and what it holds."""
 
@@ -207,6 +237,8 @@ class Capacity(msgspec.Struct, frozen=True):
     bid_too_low: bool
     spend_limit: Decimal | None = None
     pending_reason: PendingReason | None = None
+    """Why the pending GPUs wait, as of the last tick; None: nothing was pending."""
+    pending_detail: PendingDetail | None = None
 
 
 class Bid(msgspec.Struct, frozen=True):
@@ -216,6 +248,8 @@ class Bid(msgspec.Struct, frozen=True):
     limit_price_per_gpu_hour: Decimal | None
     bid_too_low: bool
     pending_reason: PendingReason | None = None
+    """The first cause, in the order, that holds for any of its jobs, as of the last tick."""
+    pending_detail: PendingDetail | None = None
 
 
 class JobEvent(msgspec.Struct, frozen=True):
@@ -240,6 +274,11 @@ class Job(msgspec.Struct, frozen=True):
     """Set for a job of pods smaller than one node (packed onto the cluster's block)."""
     reason: str | None = None
     """Why such a job waits: ReservedTooSmall, ReservedBusy, PackingDisabled."""
+    block: str | None = None
+    """The base load block the job runs on (then `rate` is null: it bids nothing)."""
+    pending_reason: PendingReason | None = None
+    """Why the pending job waits, as of the last tick; None once it runs."""
+    pending_detail: PendingDetail | None = None
 
 
 class SpendLimit(msgspec.Struct, frozen=True):

@@ -264,6 +264,39 @@ class ClusterView(View):
     gpus_per_node: int
 
 
+class PendingDetailView(View, omit_defaults=True):
+    """The figures of `pending_reason` (docs/market.md "Why it waits"): each cause gives its
+    own and leaves the others out."""
+
+    since: Time | None = None
+    """billing-hold: since when the account's balance is at or below zero (as
+    `GET /api/account` reads it)."""
+    balance_usd: Amount | None = None
+    """billing-hold: the account's balance."""
+    left_usd: Amount | None = None
+    """spend-limit: what is left of the limit (never negative)."""
+    worst_case_usd: Amount | None = None
+    """spend-limit: the worst case of the demand that does not fit."""
+    ceiling: Price | None = None
+    """bid-too-low, windows, outbid: the price the demand bids (left out under bid-too-low
+    for a job with no limit price)."""
+    reserve_price: Price | None = None
+    """bid-too-low."""
+    nodes: int | None = None
+    """no-supply, windows, outbid: the nodes the demand waits for."""
+    market_nodes: int | None = None
+    """no-supply: the island's nodes in service outside base load blocks."""
+    contestable_at: Time | None = None
+    """windows: when the nodes can be won within the ceiling; outbid: when windows let them
+    go, if they hold them."""
+    price_then: Price | None = None
+    """windows: the price to win at `contestable_at`."""
+    price_to_win: Price | None = None
+    """outbid: the price to win the nodes, above the ceiling."""
+    gpus: int | None = None
+    """PackingDisabled, ReservedBusy, ReservedTooSmall: the GPUs the job asks for."""
+
+
 class CapacityView(View):
     """A VM cluster's declaration and what it holds."""
 
@@ -279,6 +312,8 @@ class CapacityView(View):
     bid_too_low: bool
     spend_limit: Amount | None
     pending_reason: PendingReason | None
+    """Why pending GPUs wait, as of the island's last tick (null: nothing pending then)."""
+    pending_detail: PendingDetailView | None
 
 
 class BidView(View):
@@ -288,11 +323,14 @@ class BidView(View):
     limit_price_per_gpu_hour: Price | None
     bid_too_low: bool
     pending_reason: PendingReason | None
+    """The first cause, in the order, that holds for any of its jobs (or the cluster's
+    refusal), as of the island's last tick."""
+    pending_detail: PendingDetailView | None
 
 
 class JobEventView(View):
     type: str
-    """BidTooLow, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
+    """BidTooLow, Outbid, Provisioned, Preempted, WindowVoided, Finished, NodeCordoned, ..."""
     at: Time
     detail: str
 
@@ -305,7 +343,10 @@ class JobView(View):
     provisioned_at: Time | None
     limit_price_per_gpu_hour: Price | None
     rate: Price | None
+    """The cluster's market rate while the job runs on market nodes (null on its block)."""
     node_ids: list[str]
+    block: str | None
+    """The base load block the job runs on (null on market nodes and while it waits)."""
     bid_too_low: bool
     events: list[JobEventView]
     pods: int | None
@@ -314,6 +355,9 @@ class JobView(View):
     reason: str | None
     """Why a job smaller than one node waits: ReservedTooSmall, ReservedBusy or
     PackingDisabled (null while it runs)."""
+    pending_reason: PendingReason | None
+    """Why the pending job waits, as of the island's last tick (null once it runs)."""
+    pending_detail: PendingDetailView | None
 
 
 class SpendLimitView(View):
@@ -710,6 +754,67 @@ class RatesView(FeedRow):
     """Each market cluster's GPUs and rate at one tick, anonymous (`GET /api/market/rates`)."""
 
     rates: list[RateView]
+
+
+class ClusterEventView(View):
+    """What happened to a cluster at one tick, on its own feed channel."""
+
+    type: Annotated[
+        str,
+        msgspec.Meta(
+            description="Granted, Reclaimed (nodes won or lost at the tick), VerdictStarted, "
+            "VerdictEnded (`verdict`), or a job's event type (BidTooLow, Provisioned, "
+            "Preempted, ...)"
+        ),
+    ]
+    at: Time
+    detail: str
+    job: Annotated[str | None, msgspec.Meta(description="the job a job event is about")]
+    nodes: Annotated[list[str], msgspec.Meta(description="the nodes granted or reclaimed")]
+    verdict: Annotated[
+        str | None,
+        msgspec.Meta(description="bid-too-low, spend-limit or billing-hold (Verdict events)"),
+    ]
+
+
+class PendingJobView(View):
+    """A waiting job on its cluster's own feed channel: why it waits, with the figures."""
+
+    name: str
+    nodes: int
+    pending_reason: PendingReason | None
+    pending_detail: PendingDetailView | None
+
+
+class ClusterTickView(FeedRow):
+    """One tick of a cluster's own feed channel (`cluster`, docs/api.md "The feed")."""
+
+    cluster: str
+    kind: Kind
+    held_nodes: Annotated[int, msgspec.Meta(description="market nodes held after the tick")]
+    held_gpus: Annotated[int, msgspec.Meta(description="GPUs of those nodes")]
+    node_ids: Annotated[list[str], msgspec.Meta(description="the market nodes held")]
+    base_load_nodes: Annotated[int, msgspec.Meta(description="nodes of its base load block")]
+    pending_gpus: Annotated[int, msgspec.Meta(description="GPUs asked for and not held")]
+    pending_reason: Annotated[
+        PendingReason | None,
+        msgspec.Meta(description="why pending GPUs wait: the first cause that holds (or null)"),
+    ]
+    pending_detail: Annotated[
+        PendingDetailView | None, msgspec.Meta(description="the figures of pending_reason")
+    ]
+    pending_jobs: Annotated[
+        list[PendingJobView], msgspec.Meta(description="a Kubernetes cluster's waiting jobs")
+    ]
+    rate: Annotated[Price | None, msgspec.Meta(description="USD per GPU-hour this tick")]
+    verdicts: Annotated[list[str], msgspec.Meta(description="the verdicts standing after the tick")]
+    events: Annotated[
+        list[ClusterEventView], msgspec.Meta(description="what happened at this tick")
+    ]
+    receipt: Annotated[
+        ReceiptView | None,
+        msgspec.Meta(description="why it pays its rate this tick (null: no market nodes)"),
+    ]
 
 
 FEED_ROWS: tuple[type[FeedRow], ...] = (TickStats, LadderView, RatesView)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from burstmarket.contract import FeedRow, LadderView, TickStats
+from burstmarket.contract import ClusterTickView, FeedRow, LadderView, TickStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,9 @@ class TickCommitted:
     time: datetime
     stats: TickStats
     ladder: LadderView
+    clusters: tuple[ClusterTickView, ...] = ()
+    """Each cluster of the island's own row of the tick (market/cluster_ticks.py), for its
+    private feed channel only: never published where another cluster could read it."""
     durations: Mapping[str, float] = field(default_factory=dict)
     """Seconds each part of the tick took (`read`, `clear`, `commit`), for metrics.py."""
 

@@ -79,14 +79,16 @@ an exact integer, so a tick's charge needs no rounding. 3.6e6 units make one µU
 LEDGER_UNITS_PER_USD = MICROS_PER_USD * LEDGER_UNITS_PER_MICRO
 
 
+def units_to_micros(units: int) -> int:
+    """Ledger units -> µUSD rounded half away from zero, for display only."""
+    if units >= 0:
+        return round_div(units, LEDGER_UNITS_PER_MICRO)
+    return -round_div(-units, LEDGER_UNITS_PER_MICRO)
+
+
 def units_to_usd(units: int) -> Decimal:
-    """Ledger units -> USD rounded half up to 6 decimals, for display only."""
-    micros = (
-        round_div(units, LEDGER_UNITS_PER_MICRO)
-        if units >= 0
-        else -round_div(-units, LEDGER_UNITS_PER_MICRO)
-    )
-    return Decimal(micros).scaleb(-6)
+    """Ledger units -> USD rounded half away from zero to 6 decimals, for display only."""
+    return Decimal(units_to_micros(units)).scaleb(-6)
 
 
 def micros_to_decimal(micros: int) -> Decimal:

@@ -22,8 +22,21 @@ OutOfService = Literal["cordoned", "dark"]
 """Why a node is out of service, as the operator set it (docs/market.md "Nodes out of service")."""
 NodeState = Literal["free", "held", "base_load", "cordoned", "dark"]
 """A node as the operator's node list shows it."""
-PendingReason = Literal["spend-limit", "billing-hold"]
-"""Why a cluster's demand is held back (also the refusal codes it is logged with)."""
+HeldBack = Literal["spend-limit", "billing-hold"]
+"""Why the tick holds a cluster's demand back (also the refusal codes it is logged with)."""
+PendingReason = Literal[
+    "billing-hold",
+    "spend-limit",
+    "bid-too-low",
+    "PackingDisabled",
+    "ReservedBusy",
+    "ReservedTooSmall",
+    "no-supply",
+    "windows",
+    "outbid",
+]
+"""Why demand waits, in the order the first that holds is named (docs/market.md "Why it
+waits")."""
 BillingKind = Literal["market", "base_load"]
 """A billing row's: bought in the market or a base load block."""
 LedgerKind = Literal[

@@ -353,6 +353,7 @@ def test_every_answer_conforms_to_the_document(tmp_path: Path) -> None:
                 "/api/account",
                 "/api/ladder",
                 "/api/receipts",
+                "/api/ladder",
             ):
                 await call("GET", path, headers=vm)
             for path in ("/api/k8s/bid", "/api/k8s/jobs", "/api/k8s/jobs/train"):

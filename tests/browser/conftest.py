@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.browser.support import DESKTOP, OpenPage
+
 CHROMIUM = os.environ.get("BURSTMARKET_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -38,4 +40,24 @@ def page(browser: Browser) -> Iterator[Page]:
     opened.on("pageerror", lambda error: errors.append(str(error)))
     yield opened
     context.close()
+    assert not errors, errors
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[OpenPage]:
+    """Pages in contexts of their own (a tab each: nothing of one reaches another), failing the
+    test on any script error."""
+    contexts = []
+    errors: list[str] = []
+
+    def open_(viewport: dict[str, int] = DESKTOP) -> Page:
+        context = browser.new_context(viewport=viewport, accept_downloads=True)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        return page
+
+    yield open_
+    for context in contexts:
+        context.close()
     assert not errors, errors

@@ -11,14 +11,26 @@ import contextlib
 import re
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Page
 
-from tests.browser.support import WAIT_MS, settled, sign_in
+from tests.browser.support import (
+    PHONE,
+    WAIT_MS,
+    OpenPage,
+    island_of,
+    moment,
+    no_sideways_scroll,
+    run_tick,
+    settled,
+    sign_in,
+    usd,
+    utc,
+)
 from tests.conftest import Server
 from tests.e2e.support import (
     buy,
@@ -29,67 +41,23 @@ from tests.e2e.support import (
     post_offers,
     set_bid,
     submit_job,
-    tick,
 )
 
-DESKTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
 NODE_SPEC = {
     "cpu": "240 vCPUs, AMD EPYC (Turin)",
     "gpus": "8x AMD MI355X 288 GB OAM",
     "network": "3200 Gbps scale-out",
 }
 
-OpenPage = Callable[..., Page]
-
-
-@pytest.fixture
-def open_page(browser: Browser) -> Iterator[OpenPage]:
-    """Pages in contexts of their own (a tab each: nothing of one reaches another), failing the
-    test on any script error."""
-    contexts = []
-    errors: list[str] = []
-
-    def open_(viewport: dict[str, int] = DESKTOP) -> Page:
-        context = browser.new_context(viewport=viewport, accept_downloads=True)
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        return page
-
-    yield open_
-    for context in contexts:
-        context.close()
-    assert not errors, errors
-
 
 def island_of_8_gpu_nodes(server: Server, island: str, nodes: int) -> None:
-    body = {"gpus_per_node": 8, "nodes": nodes, "reserve_price": 1.0, "node_spec": NODE_SPEC}
-    ok(server.client.put(f"/api/admin/islands/{island}", json=body, headers=server.operator()))
-
-
-def run_tick(server: Server, island: str, count: int = 1) -> int:
-    """Ticks of the whole market; the island's tick number after them."""
-    return int(tick(server, count, island=island)["tick"])
+    island_of(server, island, nodes, NODE_SPEC)
 
 
 def alert(page: Page, card: str) -> str:
     box = page.locator(f"{card} .refusal[role=alert]")
     box.wait_for(state="visible", timeout=WAIT_MS)
     return box.inner_text()
-
-
-def usd(value: float) -> str:
-    return f"{value:,.2f} USD"
-
-
-def utc(iso: str) -> str:
-    return iso[:16].replace("T", " ")
-
-
-def no_sideways_scroll(page: Page) -> None:
-    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], width
 
 
 @pytest.mark.e2e
@@ -226,15 +194,17 @@ def test_a_vm_tenant_declares_is_refused_in_words_sets_a_spend_limit_and_sees_th
         for n in capacity["nodes"]
     )
 
-    # the price to win beside the form: what 4 more nodes would cost now, in one look
-    ladder = ok(server.client.get("/api/market/ladder", params={"island": island}))
+    # the own price to win beside the form: what 4 more nodes would cost, in one look
+    ladder = ok(server.client.get("/api/ladder", headers=auth))
+    assert ladder["held_nodes"] == 4
     rung = next(r for r in ladder["rungs"] if r["nodes"] == 4)
+    assert rung["contestable_at"] is None  # 4 nodes are free
+    form.locator("input[name=max_gpus]").fill("64")
     page.locator("#ladder tr[data-nodes='4']").wait_for(timeout=WAIT_MS)
     assert page.locator("#ladder tr.chosen").get_attribute("data-nodes") == "4"
-    cost = form.locator(".cost-now").inner_text()
-    assert cost.startswith(
-        f"4 nodes now: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, "
-        f"{usd(rung['price_per_gpu_hour'] * rung['gpus'])} per hour in all"
+    assert form.locator(".cost-now").inner_text() == (
+        f"4 more nodes: {rung['price_per_gpu_hour']:.4f} USD/GPU-h, next tick; your whole "
+        f"holding then {usd(rung['usd_per_hour'])} per hour"
     )
     assert page.locator("body").inner_text().count("UTC") == 1  # one clock, said once
     page.screenshot(path=str(tmp_path / "vm-console.png"), full_page=True)
@@ -365,6 +335,7 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert "Provisioned" in [e["type"] for e in newest_first]
     settled(page, run_tick(server, island, 2))
     job.locator("button.finish").click()
+    job.locator("button.finish-yes").click()
     page.wait_for_function(
         "() => document.querySelector(\"#jobs .job[data-job='train']\").dataset.state"
         " === 'finished'",
@@ -438,6 +409,19 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     assert figures.locator("dd[data-figure='owed by wire']").inner_text() == (
         f"1,520.00 USD due by {utc(block['owed_by'])}"
     )
+    # the account card says the same money from the account's side
+    money = second.locator("#account")
+    second.wait_for_function(
+        "() => document.querySelector(\"#account dd[data-figure='deposit held']\")"
+        ".innerText !== 'none'",
+        timeout=WAIT_MS,
+    )
+    assert money.locator("dd[data-figure='deposit held']").inner_text() == (
+        "10,000.00 USD (base load deposits, out of the balance)"
+    )
+    assert money.locator("dd[data-figure='owed by wire']").inner_text() == (
+        f"1,520.00 USD due by {utc(block['owed_by'])}"
+    )
     # a job of pods smaller than a node, on a cluster without packing: why it waits, in words
     new_job = second.locator("#jobs form.new-job")
     new_job.locator("input[name=name]").fill("tiny")
@@ -450,8 +434,8 @@ def test_kubernetes_tenants_buy_blocks_run_a_job_and_read_their_billing(
     reason = ok(server.client.get("/api/k8s/jobs/tiny", headers=big))["reason"]
     assert reason == "PackingDisabled"
     assert tiny.locator(".why").inner_text() == (
-        "Waiting: jobs smaller than a node need packing onto the block, which is not enabled "
-        "for this cluster."
+        "Jobs smaller than a node need packing onto the block, which is not enabled for this "
+        "cluster."
     )
     assert "2 pods × 2 GPUs" in tiny.inner_text()
     # now every reservable node is taken: the first tenant's folded card, opened, says so
@@ -512,14 +496,19 @@ def test_where_buying_is_closed_the_card_says_the_account_team_arranges_the_bloc
     assert page.evaluate("() => sessionStorage.length") == 0
 
 
-SPEND_LIMIT_WORDS = (
-    "Held back by the spend limit: what is left in this 24 h window does not cover the worst "
-    "case of what waits, at the price bid"
-)
-BILLING_HOLD_WORDS = (
-    "a billing hold: the account's balance is at or below zero, so no market capacity is held "
-    "or granted until it is above zero again"
-)
+def spend_limit_words(detail: dict[str, Any], usd_per_day: str) -> str:
+    return (
+        f"The spend limit: the worst case of what waits is {usd(detail['worst_case_usd'])}, "
+        f"and {usd(detail['left_usd'])} is left in this 24 h window of {usd_per_day} per day."
+    )
+
+
+def billing_hold_words(detail: dict[str, Any], today: str) -> str:
+    return (
+        f"A billing hold since {moment(detail['since'], today)}: the account's balance is "
+        f"{usd(detail['balance_usd'])}, so no market capacity is held or granted until it is "
+        "above zero again."
+    )
 
 
 def set_spend_limit(server: Server, auth: dict[str, str], usd_per_day: float) -> Any:
@@ -571,8 +560,10 @@ def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
     assert 0 < left < 20
     held = page.locator("#held")
     assert held.locator(".holding").inner_text().startswith("Holding 8 GPUs (1 node) of 16")
+    detail = capacity["pending_detail"]
+    assert detail["worst_case_usd"] > detail["left_usd"] > 0
     assert held.locator(".pending-why").inner_text() == (
-        f"8 GPUs pending. {SPEND_LIMIT_WORDS} ({usd(left)} left of 30.00 USD per day)."
+        f"8 GPUs pending. {spend_limit_words(detail, '30.00 USD')}"
     )
     assert page.locator("#spend dd[data-figure=left]").inner_text() == usd(left)
     page.screenshot(path=str(tmp_path / "vm-spend-limit.png"), full_page=True)
@@ -580,13 +571,16 @@ def test_demand_held_back_by_the_spend_limit_is_said_in_words_with_its_figures(
     kube = open_page()
     sign_in(kube, server, k8s)
     settled(kube, island_tick)
-    assert kube.locator("#bid .held-back").inner_text() == (
-        f"{SPEND_LIMIT_WORDS} (10.00 USD left of 10.00 USD per day)."
-    )
+    bid = ok(server.client.get("/api/k8s/bid", headers=k8s))
+    words = spend_limit_words(bid["pending_detail"], "10.00 USD")
+    assert kube.locator("#bid .held-back").inner_text() == words
     job = kube.locator("#jobs .job[data-job='held']")
     assert job.get_attribute("data-state") == "pending"
-    # which jobs the limit holds back the API does not say: no job claims it
-    assert job.locator(".why").count() == 0
+    read = ok(server.client.get("/api/k8s/jobs/held", headers=k8s))
+    assert read["pending_reason"] == "spend-limit"
+    assert job.locator(".why").inner_text() == spend_limit_words(
+        read["pending_detail"], "10.00 USD"
+    )
     kube.screenshot(path=str(tmp_path / "k8s-spend-limit.png"), full_page=True)
 
 
@@ -618,13 +612,22 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     settled(page, island_tick)
     settled(kube, island_tick)
     assert held.get_attribute("data-held") == "0"
+    today = ok(server.client.get("/api/market/stats", params={"island": island}))["time"]
+    detail = ok(server.client.get("/api/vm/capacity", headers=vm))["pending_detail"]
     assert held.locator(".pending-why").inner_text() == (
-        f"8 GPUs pending. Held back by {BILLING_HOLD_WORDS}."
+        f"8 GPUs pending. {billing_hold_words(detail, today)}"
     )
-    assert kube.locator("#bid .held-back").inner_text() == f"Held back by {BILLING_HOLD_WORDS}."
+    detail = ok(server.client.get("/api/k8s/bid", headers=k8s))["pending_detail"]
+    assert kube.locator("#bid .held-back").inner_text() == billing_hold_words(detail, today)
     assert job.get_attribute("data-state") == "pending"
-    assert job.locator(".why").inner_text() == f"Waiting: {BILLING_HOLD_WORDS}."
+    assert job.locator(".why").inner_text() == billing_hold_words(detail, today)
     assert job.locator(".events li").first.get_attribute("data-type") == "Preempted"
+    since = ok(server.client.get("/api/account", headers=vm))["billing_hold_since"]
+    assert since is not None
+    for shown in (page, kube):
+        card = shown.locator("#account")
+        assert card.locator("dd[data-figure='billing hold']").inner_text() == f"since {utc(since)}"
+        assert card.locator(".hold-why").is_visible()
     page.screenshot(path=str(tmp_path / "vm-billing-hold.png"), full_page=True)
     kube.screenshot(path=str(tmp_path / "k8s-billing-hold.png"), full_page=True)
 
@@ -638,6 +641,7 @@ def test_a_billing_hold_is_said_in_words_and_clears_when_credit_comes(
     assert kube.locator("#bid .held-back").is_hidden()
     assert job.get_attribute("data-state") == "running"
     assert job.locator(".why").count() == 0
+    assert page.locator("#account dd[data-figure='billing hold']").inner_text() == "none"
 
 
 class Outage:
@@ -713,9 +717,10 @@ def ladder_shown(page: Page) -> list[list[str]]:
     return [rows.nth(i).locator("td").all_inner_texts()[:2] for i in range(rows.count())]
 
 
-def ladder_read(server: Server, island: str) -> list[list[str]]:
-    rungs = ok(server.client.get("/api/market/ladder", params={"island": island}))["rungs"]
-    return [[str(r["nodes"]), f"{r['price_per_gpu_hour']:.4f}"] for r in rungs]
+def ladder_read(server: Server, auth: dict[str, str]) -> list[list[str]]:
+    """The cluster's own ladder (the page shows its first 12 rungs)."""
+    rungs = ok(server.client.get("/api/ladder", headers=auth))["rungs"]
+    return [[str(r["nodes"]), f"{r['price_per_gpu_hour']:.4f}"] for r in rungs[:12]]
 
 
 @pytest.mark.e2e
@@ -734,7 +739,7 @@ def test_the_page_reconnects_to_the_feed_and_follows_the_ticks_again_without_a_r
     settled(page, island_tick)
     status = page.locator("#status")
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
-    before = ladder_read(server, island)
+    before = ladder_read(server, vm)
     assert ladder_shown(page) == before
     page.evaluate("() => { window.sameDocument = true; }")  # a reload would lose it
 
@@ -756,12 +761,12 @@ def test_the_page_reconnects_to_the_feed_and_follows_the_ticks_again_without_a_r
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
 
     # and the next tick's figures arrive over the new connection: the status, the grant (read
-    # after the tick), and the price to win (straight from the feed)
+    # after the tick), and the own price to win (read after the tick too)
     island_tick = run_tick(server, island)
     settled(page, island_tick)
     assert status.inner_text().startswith(f"live · tick {island_tick} at ")
     assert page.locator("#held .holding").inner_text().startswith("Holding 16 GPUs (2 nodes)")
-    after = ladder_read(server, island)
+    after = ladder_read(server, vm)
     assert after != before
     page.wait_for_function(
         "(n) => document.querySelectorAll('#ladder tbody tr').length === n",

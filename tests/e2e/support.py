@@ -93,6 +93,15 @@ def make_cluster(server: Server, account: str, island: str, kind: str, name: str
     return bearer(created["token"])
 
 
+def refused_for(server: Server, code: str, cluster: str) -> list[str]:
+    """The server's REFUSED lines of `code` for `cluster`."""
+    return [
+        line
+        for line in server.refused_lines()
+        if f"reason={code} " in line and f" cluster={cluster} " in line
+    ]
+
+
 def tick(server: Server, count: int = 1, island: str | None = None) -> Any:
     body: dict[str, Any] = {"count": count}
     if island is not None:

@@ -50,6 +50,9 @@ REFUSED_FOR_SHAPE: list[Any] = [
     {"op": "subscribe", "channels": ["stats:doc"], "from_tick": -1},
     {"op": "subscribe", "channels": ["x" * 129]},
     {"op": "unsubscribe", "channels": "stats:doc"},
+    {"op": "auth"},
+    {"op": "auth", "token": ""},
+    {"op": "auth", "token": "t", "channels": ["cluster"]},
 ]
 """Frames refused for their shape alone: the document's schemas must refuse them too."""
 
@@ -57,6 +60,8 @@ REFUSED_FOR_STATE: list[dict[str, Any]] = [
     {"op": "subscribe", "channels": ["weather:doc"], "id": "w"},
     {"op": "subscribe", "channels": ["stats:atlantis"]},
     {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 10**6},
+    {"op": "auth", "token": "not-a-token"},
+    {"op": "subscribe", "channels": ["cluster:doc-b"]},
 ]
 """Well-formed frames refused for what they name (the error's figures: channel, island,
 earliest_tick, next_tick)."""
@@ -78,6 +83,7 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     make_island(server, "doc", nodes=4)
     make_account(server, "doc-acct", balance=10_000)
     auth = make_cluster(server, "doc-acct", "doc", "vm", "doc-a")
+    authenticate = {"op": "auth", "token": auth["Authorization"].removeprefix("Bearer ")}
     ok(
         server.client.put(
             "/api/vm/capacity", json={"max_gpus": 16, "max_price_per_gpu_hour": 3}, headers=auth
@@ -121,6 +127,12 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
             received.append(recv(ws))
         send(ws, ACCEPTED[5])
         received += gather(ws, 1 + 1)  # subscribed, the replayed tick 2
+        send(ws, authenticate)
+        received.append(recv(ws))  # authenticated
+        send(ws, {"op": "subscribe", "channels": ["cluster"]})
+        received += gather(ws, 1 + 1)  # subscribed, the cluster's snapshot
+        tick(server)
+        received += gather(ws, 2)  # the stats update, the cluster's
         for frame in REFUSED_FOR_SHAPE + REFUSED_FOR_STATE:
             send(ws, frame)
             errors.append(recv(ws))
@@ -130,7 +142,7 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     assert {m["type"] for m in errors} == {"error"}
     received += [*errors, heartbeat]
 
-    for frame in ACCEPTED + REFUSED_FOR_STATE:
+    for frame in [*ACCEPTED, authenticate, *REFUSED_FOR_STATE]:
         assert fits_client_schema(frame), frame
     for frame in REFUSED_FOR_SHAPE:
         assert not fits_client_schema(frame), frame

@@ -13,18 +13,11 @@ from tests.e2e.support import (
     make_island,
     ok,
     read_job,
+    refused_for,
     set_bid,
     submit_job,
     tick,
 )
-
-
-def _lines(server: Server, code: str, cluster: str) -> list[str]:
-    return [
-        line
-        for line in server.refused_lines()
-        if f"reason={code} " in line and f" cluster={cluster} " in line
-    ]
 
 
 def test_a_running_job_whose_limit_falls_under_the_reserve_gets_the_verdict(
@@ -46,9 +39,9 @@ def test_a_running_job_whose_limit_falls_under_the_reserve_gets_the_verdict(
     assert job["bid_too_low"] is True
     assert job["events"][-1]["type"] == "BidTooLow"
     assert ok(server.client.get("/api/k8s/bid", headers=k))["bid_too_low"] is True
-    assert len(_lines(server, "bid-too-low", "vrun-k")) == 1
+    assert len(refused_for(server, "bid-too-low", "vrun-k")) == 1
     tick(server, count=2, island="vrun")
-    assert len(_lines(server, "bid-too-low", "vrun-k")) == 1  # once, when it starts
+    assert len(refused_for(server, "bid-too-low", "vrun-k")) == 1  # once, when it starts
 
     # a valid raise is seen at once, by the cluster's read and the job's
     set_bid(server, k, 7)
@@ -66,7 +59,7 @@ def test_a_valid_bid_clears_a_pending_jobs_verdict_before_the_next_tick(
     submit_job(server, k, "wait", 1)
     tick(server, island="vpend")  # no limit price: it bids nothing
     assert read_job(server, k, "wait")["bid_too_low"] is True
-    assert len(_lines(server, "bid-too-low", "vpend-k")) == 1
+    assert len(refused_for(server, "bid-too-low", "vpend-k")) == 1
     bid = set_bid(server, k, 2)
     assert bid["bid_too_low"] is False
     assert ok(server.client.get("/api/k8s/bid", headers=k))["bid_too_low"] is False
@@ -84,19 +77,19 @@ def test_a_standing_vm_bid_overtaken_by_the_reserve_logs_one_line(shared_server:
     ok(declare(server, holder, 8, 4))
     ok(declare(server, waiter, 8, 2))
     tick(server, island="vres")
-    assert _lines(server, "bid-too-low", "vres-waiter") == []
+    assert refused_for(server, "bid-too-low", "vres-waiter") == []
     make_island(server, "vres", nodes=1, reserve=3.0)
     tick(server, count=3, island="vres")
-    (line,) = _lines(server, "bid-too-low", "vres-waiter")
+    (line,) = refused_for(server, "bid-too-low", "vres-waiter")
     assert "price_per_gpu_hour=2.0" in line
     assert "reserve_price=3.0" in line
-    assert _lines(server, "bid-too-low", "vres-holder") == []
+    assert refused_for(server, "bid-too-low", "vres-holder") == []
     # back over the reserve, then under it again: a new verdict, a new line
     ok(declare(server, waiter, 8, 3.5))
     tick(server, island="vres")
     make_island(server, "vres", nodes=1, reserve=3.6)
     tick(server, island="vres")
-    assert len(_lines(server, "bid-too-low", "vres-waiter")) == 2
+    assert len(refused_for(server, "bid-too-low", "vres-waiter")) == 2
 
 
 def test_every_renewal_refused_by_the_spend_limit_logs_a_line(shared_server: Server) -> None:
@@ -111,16 +104,16 @@ def test_every_renewal_refused_by_the_spend_limit_logs_a_line(shared_server: Ser
     ok(declare(server, c, 16, 1))
     tick(server, count=12, island="vren")
     assert ok(server.client.get("/api/vm/capacity", headers=c))["held_gpus"] == 16
-    assert _lines(server, "spend-limit", "vren-c") == []
+    assert refused_for(server, "spend-limit", "vren-c") == []
 
     tick(server, island="vren")  # one hour: the commitments end, the next hour must fit
     capacity = ok(server.client.get("/api/vm/capacity", headers=c))
     assert (capacity["held_gpus"], capacity["pending_reason"]) == (8, "spend-limit")
-    (first,) = _lines(server, "spend-limit", "vren-c")
+    (first,) = refused_for(server, "spend-limit", "vren-c")
     assert " node=" in first
 
     tick(server, count=11, island="vren")
-    assert len(_lines(server, "spend-limit", "vren-c")) == 1  # withheld demand: no new line
+    assert len(refused_for(server, "spend-limit", "vren-c")) == 1  # withheld demand: no new line
     tick(server, island="vren")  # two hours: the last node's next hour does not fit
     assert ok(server.client.get("/api/vm/capacity", headers=c))["held_gpus"] == 0
-    assert len(_lines(server, "spend-limit", "vren-c")) == 2
+    assert len(refused_for(server, "spend-limit", "vren-c")) == 2

@@ -108,7 +108,7 @@ def create_app(settings: Settings) -> Litestar:
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))
-    feed = build_feed(db, settings, feed_options(settings))
+    feed = build_feed(db, settings, feed_options(settings), market.cluster_for_token)
     market.listeners += [feed.on_tick, metrics.on_tick]
     metrics.watch(db.queued, lambda: feed.subscribers)
     scheduler = TickScheduler(market, settings.tick_seconds) if settings.clock == "real" else None

@@ -11,10 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from burstmarket import __version__
-from burstmarket.errors import Invalid, NotFound
+from burstmarket.errors import Forbidden, Invalid, NotFound, Unauthorized
 from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.hub import SLOW_CONSUMER
-from burstmarket.feed.protocol import MAX_CHANNEL, MAX_CHANNELS, MAX_ID, MAX_ID_INT
+from burstmarket.feed.private import SCHEMA as CLUSTER_SCHEMA
+from burstmarket.feed.protocol import (
+    CLUSTER_CHANNEL,
+    MAX_CHANNEL,
+    MAX_CHANNELS,
+    MAX_ID,
+    MAX_ID_INT,
+    MAX_TOKEN,
+)
 
 HEARTBEAT_SECONDS = 5.0
 
@@ -37,8 +45,13 @@ _CHANNELS = {
 ERROR_CODES = {
     Invalid.code: "a malformed frame or out-of-range value; `field` names it",
     NotFound.code: "a channel of an island that has not ticked (`island`)",
+    Unauthorized.code: f"an unknown token, or `{CLUSTER_CHANNEL}` before `auth`",
+    Forbidden.code: f"another cluster's channel (`{CLUSTER_CHANNEL}:<id>`), a second cluster "
+    "on one socket, or `auth` on a feed edge",
 }
-"""The refusals the feed answers with (feed/service.py raises no others)."""
+"""The refusals the feed answers with (feed/service.py and feed/private.py raise no others)."""
+EDGE_CODES = (Invalid.code, NotFound.code, Forbidden.code)
+"""Those of a feed edge, which serves no cluster's channel."""
 
 ERROR_FIGURES: dict[str, dict[str, Any]] = {
     "field": {
@@ -46,7 +59,7 @@ ERROR_FIGURES: dict[str, dict[str, Any]] = {
         "description": "the field at fault (`invalid`): `frame` when "
         "the frame is not a JSON object, else op, channels, from_tick or id",
     },
-    "channel": {"type": "string", "description": "the unknown channel"},
+    "channel": {"type": "string", "description": "the unknown or forbidden channel"},
     "island": {"type": "string", "description": "the island the refusal is about"},
     "earliest_tick": {**_TICK, "description": "the oldest tick `from_tick` may name now"},
     "next_tick": {**_TICK, "description": "the tick after the island's latest"},
@@ -112,32 +125,59 @@ def _reply(kind: str, summary: str, **fields: Any) -> dict[str, Any]:
 
 
 def _tick_message(kind: str, spec: FeedSpec, summary: str) -> dict[str, Any]:
-    return _message(
-        f"{kind}_{spec.name}",
-        summary,
-        _obj(
-            {
-                "type": {"const": kind},
-                "channel": {
-                    "type": "string",
-                    "pattern": "^" + spec.channel.replace("{island}", ".+") + "$",
-                },
-                "tick": {**_TICK, "description": "gap-free per island"},
-                "time": _TIME,
-                "data": {
-                    "type": "object",
-                    "properties": spec.schema,
-                    "required": list(spec.schema),
-                },
-            }
-        ),
+    channel = {"type": "string", "pattern": "^" + spec.channel.replace("{island}", ".+") + "$"}
+    return _message(f"{kind}_{spec.name}", summary, _tick(kind, channel, spec.schema))
+
+
+def _tick(kind: str, channel: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    return _obj(
+        {
+            "type": {"const": kind},
+            "channel": channel,
+            "tick": {**_TICK, "description": "gap-free per island"},
+            "time": _TIME,
+            "data": {"type": "object", "properties": data, "required": list(data)},
+        }
     )
 
 
+def _cluster_messages() -> dict[str, dict[str, Any]]:
+    """The answer to `auth` and the cluster's own channel's messages."""
+    channel = {"const": CLUSTER_CHANNEL}
+    what = (
+        "The authenticated cluster's own row of a tick of its island: what it holds, what "
+        "waits and why, its rate, and what happened to it at the tick."
+    )
+    return {
+        "authenticated": _reply(
+            "authenticated",
+            f"The socket is the cluster's: it may subscribe `{CLUSTER_CHANNEL}`",
+            cluster={"type": "string"},
+        ),
+        "snapshot_cluster": _message(
+            "snapshot_cluster",
+            f"{what} The latest tick, first on a subscribe (the next tick's, if the island "
+            "has not ticked since the service started).",
+            _tick("snapshot", channel, CLUSTER_SCHEMA),
+        ),
+        "update_cluster": _message(
+            "update_cluster",
+            f"{what} One per tick of the cluster's island; not replayed (no from_tick).",
+            _tick("update", channel, CLUSTER_SCHEMA),
+        ),
+    }
+
+
 def document(
-    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float
+    specs: tuple[FeedSpec, ...],
+    path: str,
+    *,
+    backlog: int,
+    ping_seconds: float,
+    private: bool = True,
 ) -> dict[str, Any]:
-    """The document; its `servers` is filled in for each request (`servers()`)."""
+    """The document; its `servers` is filled in for each request (`servers()`). `private`:
+    the server serves the clusters' own channel (a feed edge does not: it refuses `auth`)."""
     client = {
         "subscribe": _message(
             "subscribe",
@@ -168,8 +208,24 @@ def document(
         "ping": _message(
             "ping", "Ask for a pong", _obj({"op": {"const": "ping"}, "id": _ID}, optional=("id",))
         ),
+        "auth": _message(
+            "auth",
+            "Authenticate the socket as a cluster, for its own channel"
+            + ("" if private else " (a feed edge refuses it: `forbidden`)"),
+            _obj(
+                {
+                    "op": {"const": "auth"},
+                    "token": {"type": "string", "minLength": 1, "maxLength": MAX_TOKEN},
+                    "id": _ID,
+                },
+                optional=("id",),
+            ),
+        ),
     }
-    codes = "; ".join(f"`{code}`: {what}" for code, what in ERROR_CODES.items())
+    error_codes = {
+        code: what for code, what in ERROR_CODES.items() if private or code in EDGE_CODES
+    }
+    codes = "; ".join(f"`{code}`: {what}" for code, what in error_codes.items())
     server = {
         "subscribed": _reply("subscribed", "Channels joined", channels=_CHANNELS),
         "unsubscribed": _reply("unsubscribed", "Channels left", channels=_CHANNELS),
@@ -183,7 +239,7 @@ def document(
                     "error": {
                         "oneOf": [
                             {"const": code, "description": what}
-                            for code, what in ERROR_CODES.items()
+                            for code, what in error_codes.items()
                         ]
                     },
                     "detail": {"type": "string", "description": "a sentence"},
@@ -221,6 +277,8 @@ def document(
             f"{spec.description} One per tick; with from_tick, the replayed "
             "ticks first, then live: each tick once, in order.",
         )
+    if private:
+        server.update(_cluster_messages())
     ref = "#/channels/market/messages/"
     return {
         "asyncapi": "3.0.0",
@@ -230,6 +288,11 @@ def document(
             "description": (
                 "Public, read-only market data over one websocket. Channels: "
                 + ", ".join(f"`{spec.channel}`" for spec in specs)
+                + (
+                    f"; after `auth` with a cluster token, its own `{CLUSTER_CHANNEL}`"
+                    if private
+                    else ""
+                )
                 + f". A subscriber that falls behind ({backlog} messages held, or a keepalive "
                 f"ping unanswered for {ping_seconds:g} s) is closed with code 4008 "
                 "`slow-consumer` and may resubscribe with `from_tick`."

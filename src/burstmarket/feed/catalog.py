@@ -106,6 +106,10 @@ _TYPES = {
 }
 
 
+_OF_ITSELF = ("properties", "additionalProperties", "required", "items")
+"""What a struct or list member of a union says of itself."""
+
+
 def _schema(kind: inspect.Type) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     while isinstance(kind, inspect.Metadata):  # the outermost Meta's keywords win
@@ -115,13 +119,32 @@ def _schema(kind: inspect.Type) -> dict[str, Any]:
     if "description" in extra:
         keywords["description"] = extra["description"]
     if isinstance(kind, inspect.UnionType):
-        types = [_schema(member)["type"] for member in kind.types]
-        return {"type": types, **keywords}
+        members = [_schema(member) for member in kind.types]
+        schema = {"type": [member["type"] for member in members], **keywords}
+        for member in members:  # what a struct, list or time member says of itself
+            schema.update({k: v for k, v in member.items() if k in _OF_ITSELF})
+        if any("enum" in member for member in members):  # a Literal or None
+            schema["enum"] = [value for member in members for value in member.get("enum", [None])]
+        return schema
+    if isinstance(kind, inspect.DateTimeType):
+        return {"type": "string", "format": "date-time", **keywords}
+    if isinstance(kind, inspect.LiteralType):
+        return {"type": "string", **keywords, "enum": list(kind.values)}
     if isinstance(kind, inspect.ListType):
         return {"type": "array", **keywords, "items": _schema(kind.item_type)}
     if isinstance(kind, inspect.StructType):
+        # Every field is on the wire and nothing else, but those a Struct that omits defaults
+        # leaves out when they hold their default.
         properties = {field.name: _schema(field.type) for field in kind.fields}
-        return {"type": "object", **keywords, "properties": properties}
+        omits = kind.cls.__struct_config__.omit_defaults
+        required = [field.name for field in kind.fields if field.required or not omits]
+        return {
+            "type": "object",
+            **keywords,
+            "properties": properties,
+            "additionalProperties": False,
+            "required": required,
+        }
     return {"type": _TYPES[type(kind)], **keywords}
 
 

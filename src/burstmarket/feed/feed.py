@@ -28,6 +28,7 @@ from burstmarket.feed import series
 from burstmarket.feed.bus import Bus, stop
 from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.messages import Row
+from burstmarket.feed.private import Authenticate
 from burstmarket.feed.publisher import BusPublisher
 from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.service import FeedOptions, FeedService, IslandQuery
@@ -69,10 +70,16 @@ class StoreSource:
 
 
 class Feed:
-    def __init__(self, db: Database, settings: FeedSettings, options: FeedOptions) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: FeedSettings,
+        options: FeedOptions,
+        authenticate: Authenticate | None = None,
+    ) -> None:
         self._settings = settings
         self._store = StoreSource(db)
-        self.service = FeedService(self._store, options)
+        self.service = FeedService(self._store, options, authenticate)
         self.specs = self.service.specs
         self._history = HistoryExporter(db, settings.data_dir / "history")
         self._history_due: dict[str, datetime] = {}
@@ -143,6 +150,7 @@ class Feed:
                 continue
             channel = spec.channel_for(event.island)
             self._publish(spec, Row(channel, event.island, event.tick, event.time, spec.data(row)))
+        self.service.publish_clusters(event.clusters)  # never to the bus: private rows
         if not self._settings.history_live:
             return  # no exporter runs (`simulate` writes its history at its end)
         due = self._history_due.get(event.island)
@@ -226,7 +234,13 @@ class Feed:
         )(handler)
 
 
-def build_feed(db: Database, settings: FeedSettings, options: FeedOptions | None = None) -> Feed:
+def build_feed(
+    db: Database,
+    settings: FeedSettings,
+    options: FeedOptions | None = None,
+    authenticate: Authenticate | None = None,
+) -> Feed:
     """The market-data layer for `create_app`: mount `route_handlers`, call `on_tick` after each
-    commit, and `start()` / `stop()` it in the app's lifespan."""
-    return Feed(db, settings, options or FeedOptions())
+    commit, and `start()` / `stop()` it in the app's lifespan. `authenticate` (a cluster token
+    -> its cluster) serves the clusters' own channels (feed/private.py)."""
+    return Feed(db, settings, options or FeedOptions(), authenticate)

@@ -21,6 +21,10 @@ budget has room for), and the next chunk only once the socket has taken the last
 client that does not read costs one chunk, not the replay window. A new subscribe to a channel
 replaces that channel's replay, and everything a subscriber holds is dropped when it leaves. So
 a slow or hostile subscriber delays nobody and holds a bounded amount of memory.
+
+The hub names a channel by its rows' `key`: the channel's own name, but for a cluster's own
+channel (feed/private.py), which every cluster calls `cluster` and the hub `cluster:<id>`. A
+channel subscribed before it has any row gets its first row as the snapshot.
 """
 
 from __future__ import annotations
@@ -74,10 +78,14 @@ class Subscriber:
         self._replays: dict[str, _Replay] = {}
         self._sent: dict[str, int] = {}
         """The last tick of each channel handed to the socket or queued for it."""
+        self._awaiting: set[str] = set()
+        """Channels subscribed before they had any row: the first one goes as the snapshot."""
         self._loop = asyncio.get_running_loop()
         self._writer: asyncio.Task[None] | None = None
         self.failed = asyncio.Event()
         self.channels: set[str] = set()
+        self.cluster: str | None = None
+        """The cluster the socket authenticated as (feed/private.py), if any."""
         self.close_code: int | None = None
         self.close_why = ""
         """Why it was failed, for the one log line of its close."""
@@ -116,7 +124,12 @@ class Subscriber:
 
     def deliver(self, row: Row) -> None:
         """A live row of a channel this subscriber is on."""
-        replay = self._replays.get(row.channel)
+        if row.key in self._awaiting:  # its first row since the subscribe: as the snapshot
+            self._awaiting.discard(row.key)
+            self._sent[row.key] = row.tick
+            self.offer(row.snapshot)
+            return
+        replay = self._replays.get(row.key)
         if replay is None:
             if self._forward(row):
                 self.offer(row.update)
@@ -126,12 +139,13 @@ class Subscriber:
             replay.waiting.append(row)
 
     def start(self, latest: Row, from_tick: int | None) -> None:
-        """(Re)subscribe to `latest.channel`, replacing whatever replay of it was under way.
+        """(Re)subscribe to `latest.key`, replacing whatever replay of it was under way.
         Without `from_tick`: its snapshot (`latest`) now, then the live ticks after it. With
         it: the ticks from_tick … latest from the store as the socket takes them, as updates,
         then the live ones; no snapshot."""
-        channel = latest.channel
+        channel = latest.key
         self._replays.pop(channel, None)
+        self._awaiting.discard(channel)
         if from_tick is None:
             self._sent[channel] = latest.tick
             self.offer(latest.snapshot)
@@ -140,7 +154,15 @@ class Subscriber:
             self._replays[channel] = _Replay(from_tick)
             self._wake()
 
+    def await_snapshot(self, key: str) -> None:
+        """(Re)subscribe to a channel that has no row yet: its first row comes as the
+        snapshot, then the live ticks after it."""
+        self._replays.pop(key, None)
+        self._sent.pop(key, None)
+        self._awaiting.add(key)
+
     def stop(self, channel: str) -> None:
+        self._awaiting.discard(channel)
         self._replays.pop(channel, None)
         self._sent.pop(channel, None)
 
@@ -159,6 +181,7 @@ class Subscriber:
         """Drop everything held and stop the work done for this subscriber (it has gone)."""
         self._queue.clear()
         self._replays.clear()
+        self._awaiting.clear()
         if self._writer is not None:
             self._writer.cancel()
 
@@ -184,9 +207,9 @@ class Subscriber:
 
     def _forward(self, row: Row) -> bool:
         """Whether `row` moves its channel forward; if so it is the channel's last tick now."""
-        if row.tick <= self._sent.get(row.channel, -1):
+        if row.tick <= self._sent.get(row.key, -1):
             return False
-        self._sent[row.channel] = row.tick
+        self._sent[row.key] = row.tick
         return True
 
     def _send(self, frame: bytes) -> None:
@@ -255,15 +278,23 @@ class Hub:
 
     def remember(self, row: Row) -> Row:
         """Keep `row` as its channel's latest unless a newer one is already known."""
-        current = self.latest.get(row.channel)
+        current = self.latest.get(row.key)
         if current is None or row.tick > current.tick:
-            self.latest[row.channel] = row
+            self.latest[row.key] = row
             return row
         return current
 
     def publish(self, row: Row) -> None:
         self.remember(row)
-        subscribers = self._subscribers.get(row.channel)
+        self.deliver(row)
+
+    def listened(self, key: str) -> bool:
+        """Whether any subscriber is on the channel `key`."""
+        return key in self._subscribers
+
+    def deliver(self, row: Row) -> None:
+        """`row` to its channel's subscribers (not kept as the latest: a private row)."""
+        subscribers = self._subscribers.get(row.key)
         if subscribers:
             # A copy: a failing subscriber leaves the set while we iterate.
             for subscriber in list(subscribers):

@@ -126,14 +126,25 @@ class Row:
         "channel",
         "data",
         "island",
+        "key",
         "tick",
         "time",
     )
 
     def __init__(
-        self, channel: str, island: str, tick: int, time: datetime | str, data: dict[str, Any]
+        self,
+        channel: str,
+        island: str,
+        tick: int,
+        time: datetime | str,
+        data: dict[str, Any],
+        key: str | None = None,
     ) -> None:
         self.channel = channel
+        """The channel's name in its messages."""
+        self.key = channel if key is None else key
+        """The hub's name of the channel: the channel's, but for a cluster's own, which every
+        cluster names `cluster` (feed/private.py)."""
         self.island = island
         self.tick = tick
         self.time = time if isinstance(time, str) else rfc3339(time)

@@ -5,7 +5,7 @@ nesting.py allows) becomes `Invalid` with the offending field named; the connect
 with an `error` message and stays open.
 
 Every frame may carry an `id` the client chose (a short string or an integer); the answer to
-the frame (`subscribed`, `unsubscribed`, `pong` or `error`) carries it back.
+the frame (`subscribed`, `unsubscribed`, `pong`, `authenticated` or `error`) carries it back.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ MAX_CHANNELS = 64
 """Channels one frame may name (a connection may send several frames)."""
 MAX_CHANNEL = 128
 """Characters of a channel name (`<feed>:<island>`, an island name is at most 63)."""
+
+MAX_TOKEN = 256
+"""Characters of a cluster token in an `auth` frame."""
+CLUSTER_CHANNEL = "cluster"
+"""The private channel: the authenticated cluster's own (docs/api.md "The feed")."""
 
 MAX_ID = 64
 """Characters of a string request id."""
@@ -53,7 +58,13 @@ class Ping(_Frame, tag="ping"):
     pass
 
 
-ClientFrame = Subscribe | Unsubscribe | Ping
+class Auth(_Frame, tag="auth", kw_only=True):
+    """Authenticate the socket as a cluster (its token), for its `cluster` channel."""
+
+    token: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOKEN)]
+
+
+ClientFrame = Subscribe | Unsubscribe | Ping | Auth
 
 
 class _Id(msgspec.Struct):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Protocol, cast
@@ -22,6 +23,7 @@ from litestar.params import QueryParameter
 
 from burstmarket import metrics
 from burstmarket.apidoc import MARKET_DATA, documented, refusals
+from burstmarket.contract import ClusterTickView
 from burstmarket.errors import Invalid, MarketError, NotFound
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document, servers
 from burstmarket.feed.catalog import FeedSpec, load_catalog
@@ -34,7 +36,16 @@ from burstmarket.feed.messages import (
     reply_frame,
     rfc3339,
 )
-from burstmarket.feed.protocol import ClientFrame, Ping, Subscribe, parse_frame, request_id
+from burstmarket.feed.private import Authenticate, ClusterChannels, is_private
+from burstmarket.feed.protocol import (
+    CLUSTER_CHANNEL,
+    Auth,
+    ClientFrame,
+    Ping,
+    Subscribe,
+    parse_frame,
+    request_id,
+)
 from burstmarket.feed.wire import wire_of
 from burstmarket.market.refusals import log_refusal
 
@@ -76,11 +87,16 @@ class FeedOptions:
 
 
 class FeedService:
-    def __init__(self, source: Source, options: FeedOptions) -> None:
+    def __init__(
+        self, source: Source, options: FeedOptions, authenticate: Authenticate | None = None
+    ) -> None:
+        """`authenticate`: how a cluster token is checked, for the clusters' own channels
+        (feed/private.py); without it (a feed edge) they are refused."""
         self.options = options
         self.specs = load_catalog()
         self._source = source
         self._hub = Hub()
+        self.clusters = ClusterChannels(self._hub, authenticate)
         self.islands: dict[str, tuple[int, datetime]] = {}
         """Every island that has ticked: its latest tick and that tick's time."""
         self._replay_reads = asyncio.Semaphore(options.replay_reads)
@@ -88,7 +104,11 @@ class FeedService:
         """(feed, island) -> (latest tick, oldest tick a replay may start from at that tick)."""
         self._heartbeats: asyncio.Task[None] | None = None
         self._asyncapi = document(
-            self.specs, options.ws_path, backlog=options.backlog, ping_seconds=options.ping_seconds
+            self.specs,
+            options.ws_path,
+            backlog=options.backlog,
+            ping_seconds=options.ping_seconds,
+            private=self.clusters.served,
         )
         self.route_handlers: list[BaseRouteHandler] = [
             *(self._latest_handler(spec) for spec in self.specs),
@@ -119,6 +139,10 @@ class FeedService:
     def publish(self, row: Row) -> None:
         """A channel's new tick, to every subscriber of it; on the event loop, never waits."""
         self._hub.publish(row)
+
+    def publish_clusters(self, views: Iterable[ClusterTickView]) -> None:
+        """A tick's cluster rows, each to its own cluster's channel only (feed/private.py)."""
+        self.clusters.publish(views)
 
     async def _beat(self) -> None:
         loop = asyncio.get_running_loop()
@@ -168,6 +192,8 @@ class FeedService:
                 self.island(island)
                 return spec, island
         names = ", ".join(spec.channel for spec in self.specs)
+        if self.clusters.served:
+            names += f", {CLUSTER_CHANNEL} (after auth)"
         raise Invalid(
             "channels", f"unknown channel {channel!r}; channels are {names}", channel=channel
         )
@@ -222,7 +248,7 @@ class FeedService:
 
     @staticmethod
     def _refuse(subscriber: Subscriber, error: MarketError, answering: str | int | None) -> None:
-        log_refusal(error)
+        log_refusal(error, subscriber.cluster)
         subscriber.offer(error_frame(error, answering))
 
     async def _handle(self, subscriber: Subscriber, frame: ClientFrame) -> None:
@@ -230,26 +256,38 @@ class FeedService:
             subscriber.offer(reply_frame("pong", frame.id, time=rfc3339(datetime.now(UTC))))
         elif isinstance(frame, Subscribe):
             await self._subscribe(subscriber, frame)
+        elif isinstance(frame, Auth):
+            cluster = self.clusters.authenticate(subscriber, frame.token)
+            subscriber.offer(reply_frame("authenticated", frame.id, cluster=cluster))
         else:
             channels = list(dict.fromkeys(frame.channels))
             for channel in channels:
-                self._hub.leave(subscriber, channel)
+                self._hub.leave(subscriber, self.clusters.joined_as(subscriber, channel))
             subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
         """All channels or none: every channel and `from_tick` is checked before joining. A
         channel subscribed again is started again (its replay replaced, never added)."""
         channels = list(dict.fromkeys(frame.channels))
-        targets = [(channel, *self.resolve(channel)) for channel in channels]
+        own = [
+            self.clusters.check(subscriber, channel, frame.from_tick)
+            for channel in channels
+            if is_private(channel)
+        ]
+        targets = [
+            (channel, *self.resolve(channel)) for channel in channels if not is_private(channel)
+        ]
         for _, spec, island in targets:
             latest = await self.latest(spec, island)
             if frame.from_tick is not None:
                 await self._check_from_tick(spec, island, latest, frame.from_tick)
         if subscriber.closed:
             return
-        for channel, _, _ in targets:
+        for channel in [*own, *(channel for channel, _, _ in targets)]:
             self._hub.join(subscriber, channel)
         subscriber.offer(reply_frame("subscribed", frame.id, channels=channels))
+        if own:
+            self.clusters.start(subscriber)
         for channel, _, _ in targets:
             subscriber.start(self._hub.latest[channel], frame.from_tick)
 

@@ -126,6 +126,7 @@ class Hot:
         for c in changed:
             kept, _ = self.clusters[c.id]
             kept.spend_window_start, kept.pending_reason = c.spend_window_start, c.pending_reason
+            kept.pending_detail = c.pending_detail
             kept.bid_too_low = c.bid_too_low
         for nodes_of_cluster in held.values():
             nodes_of_cluster.clear()

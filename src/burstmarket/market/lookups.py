@@ -5,6 +5,7 @@ id is `not-found`."""
 from __future__ import annotations
 
 from burstmarket.errors import NotFound
+from burstmarket.market.ledger import BALANCE
 from burstmarket.market.model import Cluster, Island, Node
 from burstmarket.market.tables import CLUSTERS, ISLANDS, NODES
 from burstmarket.store.rows import Cursor, fetch, fetch_one
@@ -41,3 +42,10 @@ def check_account(cur: Cursor, name: str) -> None:
     """The account exists."""
     if fetch_one(cur, "account", name=name) is None:
         raise NotFound(f"no account {name!r}", account=name)
+
+
+def billing_hold_since(cur: Cursor, account: str) -> int | None:
+    """Since when the account's balance is at or below zero (market ns; read only while it
+    is)."""
+    row = fetch_one(cur, "billing_hold_since", account=account, kinds=list(BALANCE))
+    return None if row is None or row["since"] is None else int(row["since"])

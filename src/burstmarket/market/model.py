@@ -42,12 +42,21 @@ ACCOUNT_TEAM: Final = "account-team"
 """Made by the operator directly: any size, term and rate within the island's cap."""
 
 # why a job smaller than one node waits (docs/market.md "Small jobs on the block")
-RESERVED_TOO_SMALL = "ReservedTooSmall"
+RESERVED_TOO_SMALL: Final = "ReservedTooSmall"
 """Its pods are each smaller than a node and together more than one: it is never placed."""
-RESERVED_BUSY = "ReservedBusy"
+RESERVED_BUSY: Final = "ReservedBusy"
 """No live block, or none of the block's GPUs it may take are free."""
-PACKING_DISABLED = "PackingDisabled"
+PACKING_DISABLED: Final = "PackingDisabled"
 """Packing onto the block is not enabled for the cluster."""
+
+# why demand waits in the market (docs/market.md "Why it waits"), beside the two refusals
+BID_TOO_LOW: Final = "bid-too-low"
+NO_SUPPLY: Final = "no-supply"
+"""More nodes than the island has in service outside base load blocks."""
+WINDOWS: Final = "windows"
+"""The price to win is within the ceiling once protection windows let the nodes go."""
+OUTBID: Final = "outbid"
+"""The price to win is above the ceiling."""
 
 PRIORITY_CLASSES = {
     "system-node-critical": 2_000_001_000,
@@ -84,6 +93,40 @@ class Tranche(NamedTuple):
 def unit_ages(demand: list[Tranche]) -> list[Age]:
     """The age of every declared VM unit, oldest first."""
     return [(t.since, t.seq) for t in demand for _ in range(t.nodes)]
+
+
+class PendingDetail(NamedTuple):
+    """The figures of why demand waits (docs/market.md "Why it waits"), as the tick found them:
+    each cause sets its own and leaves the rest None. Money in µUSD (per GPU-hour for a price),
+    times in market ns."""
+
+    since: int | None = None
+    """billing-hold: since when the account's balance is at or below zero."""
+    balance: int | None = None
+    """billing-hold: the account's balance."""
+    spend_left: int | None = None
+    """spend-limit: what is left of the limit in its window (never negative)."""
+    worst_case: int | None = None
+    """spend-limit: the worst case of the demand that does not fit."""
+    ceiling: int | None = None
+    """The price the demand bids (None under bid-too-low: a job with no limit price)."""
+    reserve: int | None = None
+    """bid-too-low: the island's reserve price."""
+    nodes: int | None = None
+    """no-supply, windows, outbid: the nodes the demand waits for."""
+    market_nodes: int | None = None
+    """no-supply: the island's nodes in service outside base load blocks."""
+    contestable_at: int | None = None
+    """windows (outbid, when windows hold the nodes too): when they can be won."""
+    price: int | None = None
+    """windows: the price to win then; outbid: the price to win, above the ceiling."""
+    gpus: int | None = None
+    """The small-job reasons: the GPUs the job asks for."""
+
+    @classmethod
+    def stored(cls, value: PendingDetail | dict[str, int | None] | None) -> PendingDetail | None:
+        """The detail as the store gives it (a struct reads as a dict)."""
+        return cls(**value) if isinstance(value, dict) else value
 
 
 def resized(demand: list[Tranche], nodes: int, since: int, seq: int) -> list[Tranche]:
@@ -132,10 +175,13 @@ class Cluster:
     """The cluster's bid-too-low verdict at its island's last tick."""
     packing: bool = False
     """Jobs smaller than one node may be packed onto the cluster's base load block."""
+    pending_detail: PendingDetail | None = None
+    """The figures of `pending_reason`, from the same tick."""
 
     def __post_init__(self) -> None:
-        # the store gives tranches as dicts (a list of structs)
+        # the store gives tranches and the detail as dicts (structs)
         self.demand = [t if isinstance(t, Tranche) else Tranche(**t) for t in self.demand]
+        self.pending_detail = PendingDetail.stored(self.pending_detail)
 
 
 @dataclass(slots=True)
@@ -212,6 +258,13 @@ class Job:
     """The block node a job smaller than one node runs on."""
     reason: str | None = None
     """Why a job smaller than one node waits (RESERVED_TOO_SMALL, ...)."""
+    pending_reason: PendingReason | None = None
+    """Why the pending job waits, as of its island's last tick (docs/market.md "Why it
+    waits")."""
+    pending_detail: PendingDetail | None = None
+
+    def __post_init__(self) -> None:
+        self.pending_detail = PendingDetail.stored(self.pending_detail)
 
     @property
     def age(self) -> Age:

@@ -18,6 +18,7 @@ The auction clears holding nothing, so declarations never wait for it:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from time import perf_counter
@@ -26,12 +27,20 @@ from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
+from burstmarket.market.cluster_ticks import cluster_ticks, standing
 from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
-from burstmarket.market.lookups import read_island
-from burstmarket.market.model import BASE_LOAD_GRACE_NS, Block, Node, newest_first
+from burstmarket.market.lookups import billing_hold_since, read_island
+from burstmarket.market.model import (
+    BASE_LOAD_GRACE_NS,
+    BILLING_HOLD,
+    Block,
+    Cluster,
+    Node,
+    newest_first,
+)
 from burstmarket.market.purchases import purchase_money
 from burstmarket.market.tables import (
     ALLOCATIONS,
@@ -89,6 +98,7 @@ class TickRunner:
             with snapshot as cur:
                 inp = self._tick_input(cur, island_id, number, at, billed)
             read = perf_counter()
+            before = {cid: standing(c) for cid, c in inp.clusters.items()}
             out = run_tick(inp)
             cleared = perf_counter()
             final = {n.id: n for n in inp.nodes} | {n.id: n for n in out.nodes}
@@ -106,7 +116,10 @@ class TickRunner:
             self._lock.end_tick()  # committed or not (then nothing was), waiters go on
         done = perf_counter()
         return _committed(
-            inp, out, {"read": read - started, "clear": cleared - read, "commit": done - cleared}
+            inp,
+            out,
+            before,
+            {"read": read - started, "clear": cleared - read, "commit": done - cleared},
         )
 
     def _tick_input(
@@ -121,6 +134,7 @@ class TickRunner:
         if any(c.spend_limit is not None for c in clusters.values()):
             spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
         blocks = [BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)]
+        balances = {c.account: self._figures.balance(c.account) for c in clusters.values()}
         return TickInput(
             island=island,
             tick=number,
@@ -129,7 +143,8 @@ class TickRunner:
             clusters=clusters,
             nodes=NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)),
             jobs=JOBS.from_arrow(fetch_arrow(cur, "island_jobs", island=island_id)),
-            balances={c.account: self._figures.balance(c.account) for c in clusters.values()},
+            balances=balances,
+            hold_since=_hold_since(cur, clusters.values(), balances),
             spent=spent,
             rates=self._figures.rates(island_id),
             blocks=blocks,
@@ -242,7 +257,12 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
 
 
-def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> TickCommitted:
+def _committed(
+    inp: TickInput,
+    out: TickOutput,
+    before: dict[str, frozenset[str]],
+    durations: dict[str, float],
+) -> TickCommitted:
     island, tick, time = inp.island.id, inp.tick, to_datetime(inp.time)
     reserve = usd(inp.island.reserve_price)
     return TickCommitted(
@@ -264,6 +284,7 @@ def _committed(inp: TickInput, out: TickOutput, durations: dict[str, float]) -> 
             reserve_price=reserve,
             rungs=render_published_ladder(out.ladder),
         ),
+        clusters=cluster_ticks(inp, out, before),
         durations=durations,
     )
 
@@ -282,3 +303,17 @@ def _time(ns: int | None) -> datetime | None:
 
 def _usd(micros: int | None) -> Decimal | None:
     return None if micros is None else micros_to_decimal(micros)
+
+
+def _hold_since(
+    cur: Cursor, clusters: Iterable[Cluster], balances: dict[str, int]
+) -> dict[str, int]:
+    """Since when each account at or below zero is, read only for a billing hold that starts
+    (a cluster already on hold keeps its `since`)."""
+    starting = {
+        c.account
+        for c in clusters
+        if balances.get(c.account, 0) <= 0 and c.pending_reason != BILLING_HOLD
+    }
+    found = {a: billing_hold_since(cur, a) for a in sorted(starting)}
+    return {a: since for a, since in found.items() if since is not None}

@@ -17,7 +17,16 @@ from decimal import Decimal
 from typing import Any, Final
 
 from burstmarket.market.ledger import Entry
-from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, Offer
+from burstmarket.market.model import (
+    Block,
+    Cluster,
+    Island,
+    Job,
+    JobEvent,
+    Node,
+    Offer,
+    PendingDetail,
+)
 from burstmarket.market.receipts import Receipt
 from burstmarket.states import AllocationKind
 from burstmarket.store.table import (
@@ -31,6 +40,7 @@ from burstmarket.store.table import (
     SqlType,
     Table,
     decimal,
+    struct,
     struct_list,
 )
 
@@ -39,9 +49,12 @@ USD: Final = decimal(18, 6)
 SECONDS: Final = decimal(12, 3)
 """A duration of market time, exact to the ms."""
 TRANCHES: Final = struct_list(nodes=INTEGER, since=BIGINT, seq=BIGINT)
+"""A VM cluster's declared units, oldest first (model.Tranche)."""
 LATER_PRICES: Final = struct_list(since=TIMESTAMPTZ, price=USD)
 """A ladder rung's prices over time: from `since` on, `price` (USD per GPU-hour)."""
-"""A VM cluster's declared units, oldest first (model.Tranche)."""
+PENDING_DETAIL: Final = struct(**{name: BIGINT for name in PendingDetail._fields})
+"""The figures of why demand waits (model.PendingDetail), each member NULL unless its cause
+sets it."""
 LEVELS: Final = struct_list(price=BIGINT, nodes=INTEGER)
 """Other clusters' demand as price levels (µUSD per GPU-hour) × nodes (market/receipts.py)."""
 
@@ -113,12 +126,13 @@ CLUSTERS: Final = Table(
         Column("demand", TRANCHES),
         Column("bid_too_low", BOOLEAN),
         Column("packing", BOOLEAN),
+        Column("pending_detail", PENDING_DETAIL, null=True),
     ],
     key=["id"],
 )
 CLUSTER_DEMAND: Final = ("max_gpus", "max_price", "demand")
 """What a VM declaration writes of its cluster (a tick never writes these)."""
-CLUSTER_STATE: Final = ("spend_window_start", "pending_reason", "bid_too_low")
+CLUSTER_STATE: Final = ("spend_window_start", "pending_reason", "pending_detail", "bid_too_low")
 """What a tick writes of a cluster (a declaration never writes these)."""
 
 NODES: Final = Table(
@@ -167,6 +181,8 @@ JOBS: Final = Table(
         Column("gpus_per_pod", INTEGER, null=True),
         Column("node", VARCHAR, null=True),
         Column("reason", VARCHAR, null=True),
+        Column("pending_reason", VARCHAR, null=True),
+        Column("pending_detail", PENDING_DETAIL, null=True),
     ],
     key=["cluster", "name"],
 )
@@ -178,6 +194,8 @@ JOB_PROGRESS: Final = (
     "node",
     "reason",
     "created_at",
+    "pending_reason",
+    "pending_detail",
 )
 """What a tick writes of a job (its terms are the tenant's; `created_at` moves only when a job
 smaller than one node is requeued as a new request at the end of its block)."""

@@ -59,6 +59,15 @@ def struct_list(**members: SqlType) -> SqlType:
     return SqlType(f"STRUCT({sql})[]", pa.list_(pa.field("item", item, nullable=False)))
 
 
+def struct(**members: SqlType) -> SqlType:
+    """A struct, `STRUCT(a BIGINT, ...)`, each member nullable (member names that are no SQL
+    keyword: DuckDB quotes those when it names the type)."""
+    sql = ", ".join(f"{name} {kind.sql}" for name, kind in members.items())
+    return SqlType(
+        f"STRUCT({sql})", pa.struct([pa.field(name, kind.arrow) for name, kind in members.items()])
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str

@@ -55,9 +55,13 @@ def test_a_short_block_takes_its_own_idle_node_then_the_cheapest_idle_then_the_c
     ]
     assert (n1.granted_at, n1.window_ends_at, n1.hold_until) == (T0, None, None)
     assert jb.state == "pending"
-    assert [(e.job, e.type, e.detail) for e in out.events] == [
-        ("jb", "Preempted", "a base load block being delivered took node n2")
-    ]
+    preempted, outbid = out.events
+    assert (preempted.job, preempted.type, preempted.detail) == (
+        "jb",
+        "Preempted",
+        "a base load block being delivered took node n2",
+    )
+    assert (outbid.job, outbid.type) == ("jb", "Outbid")  # pending again, under a's 5.00
     assert [e for e in out.ledger if e.kind == "hold"] == []
 
 

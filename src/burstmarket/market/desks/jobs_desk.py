@@ -21,8 +21,10 @@ from burstmarket.market.guard import outgrown
 from burstmarket.market.lookups import cluster_nodes, read_cluster, read_cluster_and_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import LIVE, Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.market.tables import BLOCKS, JOB_EVENTS, JOBS, LEDGER, NODE_STATE, NODES
 from burstmarket.money import maybe_usd, usd
+from burstmarket.states import PendingReason
 from burstmarket.store.rows import Cursor, fetch, fetch_one, run
 
 MAX_LIVE_JOBS = 1000
@@ -60,6 +62,7 @@ class JobsDesk:
             limit_price_per_gpu_hour=maybe_usd(c.limit_price),
             bid_too_low=low or any(_too_low(j, c, island) for j in jobs),
             pending_reason=c.pending_reason,
+            pending_detail=pending_detail_view(c.pending_reason, c.pending_detail),
         )
 
     def set_bid(self, cluster_id: str, change: BidChange) -> BidView:
@@ -217,9 +220,11 @@ class JobsDesk:
         """The views of `jobs`: all the cluster's, or the one named `only` (whose events alone
         are read: a cluster's history of events grows with every job it ever ran)."""
         events = fetch(cur, "job_events", cluster=c.id, job=only)
-        placed = _placed(cluster_nodes(cur, c.id), jobs)
+        held = cluster_nodes(cur, c.id)
+        placed = _placed(held, jobs)
+        blocks = _on_block(held, placed)
         rate = self._figures.rate(c.island, c.id)
-        return _job_views(c, island, jobs, events, placed, rate)
+        return _job_views(c, island, jobs, events, placed, blocks, rate)
 
 
 def _own(cur: Cursor, cluster_id: str) -> tuple[Cluster, Island]:
@@ -342,12 +347,25 @@ def _placed(held: list[Node], jobs: list[Job]) -> dict[str, list[str]]:
     return placed
 
 
+def _on_block(held: list[Node], placed: dict[str, list[str]]) -> dict[str, str]:
+    """Job -> the base load block it runs on, for a job whose every node is on that block
+    (such a job bids nothing on the market, so it has no market rate)."""
+    block_of = {n.id: n.block for n in held}
+    on: dict[str, str] = {}
+    for job, ids in placed.items():
+        blocks = {block_of.get(i) for i in ids}
+        if len(blocks) == 1 and (block := blocks.pop()) is not None:
+            on[job] = block
+    return on
+
+
 def _job_views(
     c: Cluster,
     island: Island,
     jobs: list[Job],
     event_rows: list[dict[str, Any]],
     placed: dict[str, list[str]],
+    blocks: dict[str, str],
     rate: int | None,
 ) -> list[JobView]:
     events: dict[str, list[JobEventView]] = {}
@@ -363,16 +381,24 @@ def _job_views(
             priority_class=j.priority_class,
             provisioned_at=maybe_datetime(j.provisioned_at),
             limit_price_per_gpu_hour=maybe_usd(j.price(c)),
-            rate=maybe_usd(rate) if j.state == "running" else None,
+            rate=maybe_usd(rate) if j.state == "running" and j.name not in blocks else None,
             node_ids=placed.get(j.name, []),
+            block=blocks.get(j.name) if j.state == "running" else None,
             bid_too_low=_too_low(j, c, island),
             events=events.get(j.name, []),
             pods=j.pods,
             gpus_per_pod=j.gpus_per_pod,
             reason=j.reason if j.state == "pending" else None,
+            pending_reason=_waits_for(j),
+            pending_detail=pending_detail_view(_waits_for(j), j.pending_detail),
         )
         for j in jobs
     ]
+
+
+def _waits_for(j: Job) -> PendingReason | None:
+    """The job's pending cause, while it is pending."""
+    return j.pending_reason if j.state == "pending" else None
 
 
 def _too_low(job: Job, c: Cluster, island: Island) -> bool:

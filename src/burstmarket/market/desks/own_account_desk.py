@@ -11,8 +11,7 @@ from __future__ import annotations
 from burstmarket.clock import NS_PER_MS, maybe_datetime, to_datetime
 from burstmarket.contract import OwnAccountView
 from burstmarket.market.desks.spend_guard import SpendGuard
-from burstmarket.market.ledger import BALANCE
-from burstmarket.market.lookups import read_cluster_and_island
+from burstmarket.market.lookups import billing_hold_since, read_cluster_and_island
 from burstmarket.market.market import Market
 from burstmarket.market.purchases import open_receivables
 from burstmarket.money import units_to_usd, usd
@@ -37,7 +36,7 @@ class OwnAccountDesk:
             owing = open_receivables(cur, c.account)
             balance = self._figures.balance(c.account)
             rate = self._rate(cur, c.account)
-            hold_since = _hold_since(cur, c.account) if balance <= 0 else None
+            hold_since = billing_hold_since(cur, c.account) if balance <= 0 else None
         # ledger units are µUSD per hour × ms: a balance over a rate in µUSD per hour is ms
         runway = None if rate <= 0 else max(0, balance) / rate / MS_PER_HOUR
         return OwnAccountView(
@@ -73,8 +72,3 @@ class OwnAccountDesk:
             since=min(instants, default=now),
         )
         return int(row["micros_per_hour"]) if row else 0
-
-
-def _hold_since(cur: Cursor, account: str) -> int | None:
-    row = fetch_one(cur, "billing_hold_since", account=account, kinds=list(BALANCE))
-    return None if row is None or row["since"] is None else int(row["since"])

@@ -24,6 +24,7 @@ from burstmarket.market.ledger import scale_down
 from burstmarket.market.lookups import cluster_nodes, read_cluster_and_island
 from burstmarket.market.market import Market
 from burstmarket.market.model import Cluster, Island, Node, newest_first, resized
+from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.money import maybe_usd
 from burstmarket.store import Batch
 from burstmarket.store.rows import Cursor
@@ -230,4 +231,5 @@ def _capacity_view(c: Cluster, island: Island, nodes: list[Node], rate: int | No
         and c.max_price < island.reserve_price,
         spend_limit=maybe_usd(c.spend_limit),
         pending_reason=c.pending_reason,
+        pending_detail=pending_detail_view(c.pending_reason, c.pending_detail),
     )

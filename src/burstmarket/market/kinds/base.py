@@ -16,7 +16,7 @@ from burstmarket.auction import Unit
 from burstmarket.errors import BidTooLow
 from burstmarket.market.guard import Budget
 from burstmarket.market.model import Age, Cluster, Job, JobKey, Node
-from burstmarket.states import JobState, PendingReason
+from burstmarket.states import HeldBack, JobState
 
 
 class TickView(Protocol):
@@ -25,8 +25,11 @@ class TickView(Protocol):
     now: int
     gpus_per_node: int
     reserve_price: int
-    refused: dict[str, PendingReason]
+    refused: dict[str, HeldBack]
     """Cluster -> the refusal holding its demand back this tick (a kind sets spend-limit)."""
+    left_out: dict[JobKey, int]
+    """Pending job -> the worst case (ledger units) the spend limit had no room for this tick
+    (a kind that runs jobs sets it, for the job's pending cause)."""
     credit: dict[JobKey, list[Node]]
     """Pending job -> idle block nodes that count toward it; it bids only for the rest."""
 

@@ -42,6 +42,7 @@ class KubernetesKind(DemandKind):
             if left is not None and price >= s.reserve_price:
                 if worst > left:
                     s.refused[c.id] = SPEND_LIMIT
+                    s.left_out[(c.id, job.name)] = worst
                     continue
                 left -= worst
             d = Demand("job", c, job=job, price=price)

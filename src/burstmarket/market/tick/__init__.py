@@ -80,7 +80,7 @@ def run_tick(inp: TickInput) -> TickOutput:
     s.newcomer_ladders = {kind: ladders[h.cluster] for kind, h in fresh.items()}
     verdicts.jobs_too_low(s)
     low = verdicts.clusters_too_low(s, clearing)
-    verdicts.pending_reasons(s)
+    verdicts.pending_reasons(s, low)
     held = [*bids.protected, *bids.stepping_down]
     ladder = published_ladder(coming.auction, releases, s.now)
     out = gather_output(s, clearing, {n.id for n in held}, low, ladder)

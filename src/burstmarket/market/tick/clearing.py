@@ -52,8 +52,8 @@ def next_bids(s: TickState, interval_ns: int) -> Bids:
     """The auction the next tick would run if nothing else changed: this tick's outcome applied,
     one interval later (the windows ending by then lapsed, this tick's grants under theirs).
     What the ladders price (market/ladder.py, market/own_ladder.py); the tick's own refusals
-    stay as they were."""
-    now, refused = s.now, dict(s.refused)
+    stay as they were, and the jobs it left out."""
+    now, refused, left_out = s.now, dict(s.refused), dict(s.left_out)
     s.now = now + interval_ns
     try:
         return gather_bids(s)
@@ -61,6 +61,8 @@ def next_bids(s: TickState, interval_ns: int) -> Bids:
         s.now = now
         s.refused.clear()
         s.refused.update(refused)
+        s.left_out.clear()
+        s.left_out.update(left_out)
 
 
 def gather_bids(s: TickState) -> Bids:

@@ -21,7 +21,7 @@ def gather_output(
     """The tick's result. `protected`: the market nodes the auction held under their window;
     `low`: the clusters with demand under the reserve."""
     allocations: list[tuple[str, str, AllocationKind]] = []
-    pending = 0
+    pending: dict[str, int] = {}
     for c in s.sorted_clusters():
         held = sorted(s.held(c.id), key=lambda n: n.idx)
         for n in held:
@@ -29,7 +29,7 @@ def gather_output(
             allocations.append((c.id, n.id, kind))
         for n in sorted(s.block_of(c), key=lambda n: n.idx):
             allocations.append((c.id, n.id, "base_load"))
-        pending += KINDS[c.kind].pending_gpus(s, c)
+        pending[c.id] = KINDS[c.kind].pending_gpus(s, c)
     verdicts = [(c, "bid-too-low") for c in sorted(low)]
     verdicts += sorted(s.refused.items())
     return TickOutput(
@@ -42,7 +42,9 @@ def gather_output(
         ledger=s.books.ledger,
         rates={c: cc.rate for c, cc in clearing.clusters.items()},
         allocations=allocations,
-        pending_gpus=pending,
+        pending_gpus=sum(pending.values()),
+        pending=pending,
+        holders_before=s.holders_before,
         verdicts=verdicts,
         blocks=list(s.changed_blocks.values()),
         own_ladders=s.own_ladders,

@@ -35,7 +35,7 @@ from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.refusals import log_refusal
 from burstmarket.market.tick.books import Books
 from burstmarket.market.tick.types import TickInput
-from burstmarket.states import JobState, PendingReason
+from burstmarket.states import HeldBack, JobState
 
 
 class TickState:
@@ -62,12 +62,17 @@ class TickState:
         self.changed_clusters: dict[str, Cluster] = {}
         self.changed_blocks: dict[str, Block] = {}
         self.events: list[JobEvent] = []
+        self.holders_before: dict[str, str | None] = {}
+        """Node -> its cluster before the tick first moved it (grant, free, join_block)."""
         self.books = Books(inp, self.changed_clusters)
 
         # what one phase leaves for the next ones
-        self.refused: dict[str, PendingReason] = {}
+        self.refused: dict[str, HeldBack] = {}
         """Cluster -> the refusal holding its demand back this tick: billing-hold (set by
         housekeeping; such a cluster bids nothing and is owed nothing) or spend-limit."""
+        self.left_out: dict[JobKey, int] = {}
+        """Pending job -> the worst case the spend limit had no room for (its kind's
+        `new_units`): the job waits for spend-limit."""
         self.logged: set[tuple[str, str]] = set()
         """(cluster, code) refusals this tick has logged a line for."""
         self.credit: dict[JobKey, list[Node]] = {}
@@ -131,6 +136,10 @@ class TickState:
 
     def free_count(self) -> int:
         return len(self._free)
+
+    def market_nodes(self) -> int:
+        """The island's nodes in service outside base load blocks: free or held in the market."""
+        return len(self._free) + sum(len(held) for held in self._held.values())
 
     def free_nodes(self, count: int) -> list[Node]:
         """The first `count` free nodes in index order (fewer if there are not as many)."""
@@ -241,6 +250,7 @@ class TickState:
     def grant(self, n: Node, cluster: str, job: str | None) -> None:
         """Free node `n` becomes a market node of `cluster`, running `job` (None: idle). The
         caller sets its terms: grant time, window, hold, lock, commitment, idle time."""
+        self._moving(n)
         self._unindex(n)
         n.cluster, n.job = cluster, job
         self._index(n)
@@ -259,6 +269,7 @@ class TickState:
 
     def free(self, n: Node) -> None:
         """`n` goes back to the island with no billing (a block node, or one released)."""
+        self._moving(n)
         self._unindex(n)
         n.free()
         self._index(n)
@@ -267,6 +278,7 @@ class TickState:
     def join_block(self, b: Block, n: Node) -> None:
         """`n` becomes a node of block `b`: a free node with nothing of its past, a market node
         of the block's cluster with the job on it."""
+        self._moving(n)
         self._unindex(n)
         if n.cluster is None:
             n.free()
@@ -384,6 +396,10 @@ class TickState:
         self.changed_blocks[b.id] = b
 
     # --- keeping the indices --------------------------------------------------------------
+
+    def _moving(self, n: Node) -> None:
+        """`n` may change holder now: remember who held it before the tick."""
+        self.holders_before.setdefault(n.id, n.cluster)
 
     def _index(self, n: Node) -> None:
         if n.service is not None:

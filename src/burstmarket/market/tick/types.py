@@ -38,6 +38,8 @@ class TickInput:
     given back, and closed, when the block stops."""
     billed: Billed | None = None
     """How far the island's market billing has gone (None: never billed)."""
+    hold_since: dict[str, int] = field(default_factory=dict)
+    """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
 
 
 @dataclass(slots=True)
@@ -54,6 +56,11 @@ class TickOutput:
     allocations: list[tuple[str, str, AllocationKind]]
     """(cluster, node, kind) for every held node after the tick."""
     pending_gpus: int
+    pending: dict[str, int]
+    """Cluster -> the GPUs it asks for and does not hold after the tick (every cluster)."""
+    holders_before: dict[str, str | None]
+    """Node -> the cluster that held it before the tick, for every node the tick moved between
+    holders (the grants and reclaims of each cluster's own feed channel)."""
     verdicts: list[tuple[str, str]]
     """(cluster, verdict): bid-too-low, spend-limit or billing-hold."""
     blocks: list[Block] = field(default_factory=list)

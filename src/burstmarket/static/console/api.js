@@ -60,6 +60,12 @@ export const rate = (v) => (v === null || v === undefined ? "–" : `${Number(v)
 export const price4 = (v) => (v === null || v === undefined ? "–" : Number(v).toFixed(4));
 export const amount2 = (v) => (v === null || v === undefined ? "–" : grouped(v, 2));
 export const time = (iso) => (iso ? iso.slice(0, 16).replace("T", " ") : "–");
+// A moment beside the latest tick's: its time of day (seconds only when it has some), with
+// the date as well when it falls on another day.
+export const moment = (iso, today) => {
+  const hms = iso.slice(17, 19) === "00" ? iso.slice(11, 16) : iso.slice(11, 19);
+  return today && iso.slice(0, 10) === today.slice(0, 10) ? hms : `${iso.slice(5, 10)} ${hms}`;
+};
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 export const hours = (h) => (h % 24 === 0 ? `${plural(h / 24, "day")} (${h} h)` : `${h} h`);
 

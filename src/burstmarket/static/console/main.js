@@ -1,12 +1,14 @@
 // The tenant console (/console): a cluster signs in with its token and sees the Burst capacity
 // page, Base Load above Preemptible. Every read and action is a call of the public tenant API
-// (api.js); the island's prices and price-to-win ladder come live from the public websocket
-// feed (/ws/market), and each tick of the island refreshes the cluster's own reads, so a grant
-// or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
+// (api.js); the island's ticks come live from the public websocket feed (/ws/market), and each
+// tick of the island refreshes the cluster's own reads (its own price-to-win ladder among
+// them), so a grant or a reclaim shows within a tick. Once the reads after a tick are in, <body> carries
 // data-refreshed-tick (what the browser test waits for). A "First five minutes" card on top
 // lists docs/first-five-minutes.md's steps until it is dismissed.
 import { api, token, Refusal, usd, rate, price4, amount2, time, hours, plural } from "./api.js";
 import { drawSpend } from "./spendchart.js";
+import { waits } from "./reasons.js";
+import { cells, when } from "./ladder.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
 const RANGES = { day: 24 * 3600e3, week: 7 * 24 * 3600e3, month: 30 * 24 * 3600e3 };
@@ -14,20 +16,6 @@ const LADDER_ROWS = 12;  // rungs shown (and the one for the GPUs typed)
 const BUCKET = { "1h": 3600e3, "1d": 24 * 3600e3 };
 const SPEC_LABELS = { cpu: "CPU", gpus: "GPUs", memory: "Memory", storage: "Storage",
   network: "Network" };
-// Why demand waits, in words: a cluster's pending reason from the last tick (spend-limit,
-// billing-hold; docs/market.md "Spend guard") and why a job smaller than a node waits.
-const REASONS = {
-  "spend-limit": "the spend limit: what is left in this 24 h window does not cover the worst "
-    + "case of what waits, at the price bid",
-  "billing-hold": "a billing hold: the account's balance is at or below zero, so no market "
-    + "capacity is held or granted until it is above zero again",
-  ReservedBusy: "waiting for the base load block: no live block, or its GPUs are all busy",
-  ReservedTooSmall: "its pods are each smaller than a node but together larger than one: "
-    + "resubmit with whole-node pods or fewer pods",
-  PackingDisabled: "jobs smaller than a node need packing onto the block, which is not "
-    + "enabled for this cluster",
-};
-
 const SIGNED_OUT = "burstmarket.console.signed-out";  // why the last session ended
 const FIRST_FIVE = "burstmarket.console.first-five-minutes";  // "dismissed": the card is not shown
 
@@ -36,7 +24,8 @@ let socket = null;
 let lastTick = 0, lastTime = null;
 let refreshing = null, again = false;
 let picked = null;      // the offer cell picked in the buy card
-let ladder = [];
+let ladder = null;      // the cluster's own ladder (GET /api/ladder) of the latest tick
+const confirming = new Set();  // jobs whose Finish waits for its confirmation
 
 function el(tag, text, attrs = {}) {
   const node = document.createElement(tag);
@@ -127,6 +116,7 @@ function setStatus(state, text) {
 async function showIsland() {
   const islands = await (await fetch("/api/islands")).json();
   const island = islands.find((i) => i.id === me.island);
+  me.reserve_price = island.reserve_price;  // for a ceiling under it said before a tick
   const lines = [`${island.nodes} nodes × ${island.gpus_per_node} GPUs on island ${island.id}`];
   const spec = island.node_spec;
   if (spec && typeof spec === "object" && !Array.isArray(spec)) {
@@ -153,17 +143,12 @@ function connect() {
 }
 
 function subscribe() {
-  const channels = [`stats:${me.island}`, `ladder:${me.island}`];
+  const channels = [`stats:${me.island}`];
   socket.send(JSON.stringify({ op: "subscribe", channels }));
 }
 
 function onMessage(message) {
   if (message.type === "snapshot" || message.type === "update") {
-    if (message.channel.startsWith("ladder:")) {
-      ladder = message.data.rungs || [];
-      showLadder();
-      return;
-    }
     // a snapshot after a reconnect says the feed is live again, whether or not a tick ran
     const fresh = message.tick > lastTick;
     if (fresh) {
@@ -189,10 +174,13 @@ function refresh() {
       const tick = lastTick;
       try {
         const spend = api.get("/api/spend-limit");  // the spend card's and a hold's figures
+        // a Kubernetes cluster's blocks: its block card's, and what its jobs on the block pay
+        const blocks = me.kind === "k8s" ? api.get("/api/base-load") : null;
         await Promise.all(me.kind === "vm"
-          ? [showCapacity(spend), showSpend(spend), showBilling(), showBaseLoadForVm()]
-          : [showBidAndJobs(spend), showBlocks(), showOffers(), showSpend(spend),
-            showBilling()]);
+          ? [showCapacity(spend), readLadder(), showSpend(spend), showAccount(), showReceipt(),
+            showBilling(), showBaseLoadForVm()]
+          : [showBidAndJobs(spend, blocks), readLadder(), showBlocks(blocks), showOffers(),
+            showSpend(spend), showAccount(), showReceipt(), showBilling()]);
         document.body.dataset.refreshedTick = String(tick);
       } catch (error) {
         if (!(error instanceof Refusal)) throw error;
@@ -208,11 +196,11 @@ function refresh() {
 
 function showBaseLoadForVm() {
   say($("#base-load-note"), "Base load blocks are for Kubernetes clusters: this VM cluster "
-    + "holds capacity in the Preemptible section below.");
+    + "holds capacity in the Preemptible section above.");
 }
 
-async function showBlocks() {
-  const { live, past } = await api.get("/api/base-load");
+async function showBlocks(blocksRead) {
+  const { live, past } = await blocksRead;
   const box = $("#your-block .live-block");
   if (!live) {
     box.replaceChildren(el("p", "No live block. A block bought below starts at once and "
@@ -354,30 +342,35 @@ async function showCapacity(spendRead) {
     + rate(cap.max_price_per_gpu_hour)
     + (cap.rate === null ? "." : `; paying ${rate(cap.rate)} now.`);
   box.dataset.held = String(cap.held_gpus);
+  say($(".rate-why", box), cap.rate === null || !cap.nodes.length ? "" : rateWhy(cap));
   const pending = cap.pending_gpus ? `${cap.pending_gpus} GPUs pending. ` : "";
-  say($(".pending-why", box), pending || cap.bid_too_low
-    ? pending + pendingWhy(cap.bid_too_low, cap.pending_reason, spend) : "");
+  // a ceiling under the reserve is said at once, before a tick has priced it
+  const reason = cap.pending_reason || (cap.bid_too_low ? "bid-too-low" : null);
+  const detail = cap.pending_detail || { ceiling: cap.max_price_per_gpu_hour,
+    reserve_price: me.reserve_price };
+  say($(".pending-why", box), pending || reason
+    ? pending + waits(reason, detail, why(spend, null)) : "");
   $("table.nodes tbody", box).replaceChildren(...cap.nodes.map((n) => row([
     n.id, time(n.granted_at), time(n.window_ends_at), price4(n.locked_price),
   ])));
 }
 
-function pendingWhy(bidTooLow, reason, spend) {
-  if (bidTooLow) {
-    return "Bid too low: the ceiling is under the island's reserve price, so nothing more can "
-      + "be won and held nodes go back as their windows end.";
-  }
-  if (reason && REASONS[reason]) return heldBack(reason, spend);
-  return "Not won at the last tick's prices, or declared since: the next tick decides (the "
-    + "price to win is beside).";
+// "locked" beside "paying": the lock is what won each node (docs/market.md "Windows"), the rate
+// what the last tick's auction priced for all of them (step 7), so the two differ.
+function rateWhy(cap) {
+  const locks = cap.nodes.map((n) => n.locked_price).filter((p) => p !== null);
+  const low = Math.min(...locks), high = Math.max(...locks);
+  const locked = low === high ? price4(low) : `${price4(low)}–${price4(high)}`;
+  return `Paying ${rate(cap.rate)}: the rate the last tick's auction priced for the `
+    + `${plural(cap.nodes.length, "node")} you hold, what they keep other bids out of (the `
+    + "island's reserve at least), never above your ceiling"
+    + (cap.max_price_per_gpu_hour === null ? "." : ` of ${rate(cap.max_price_per_gpu_hour)}.`)
+    + ` Locked (${locked}) is the ceiling each node was won at: until its window ends no bid `
+    + "can take it, and it pays at most the higher of that lock and your ceiling now.";
 }
 
-// A cluster's demand held back by the last tick, in words; a spend limit's with its figures.
-function heldBack(reason, spend) {
-  const figures = reason === "spend-limit" && spend.left_usd !== null
-    ? ` (${usd(spend.left_usd)} left of ${usd(spend.usd_per_day)} per day)` : "";
-  return `Held back by ${REASONS[reason]}${figures}.`;
-}
+// What the words of a pending cause draw on besides its figures.
+const why = (spend, live) => ({ spend, live, today: lastTime, gpusPerNode: me.gpus_per_node });
 
 // The grid flagged as it is typed; Declare still sends it, and the server's refusal says why.
 function checkGrid() {
@@ -390,49 +383,65 @@ function checkGrid() {
   showLadder();
 }
 
-// "What would 4 nodes cost now": the ladder's rung for the GPUs typed, marked in the table.
+// The nodes the VM form's GPUs ask for beyond those held (0 for a Kubernetes cluster).
+function wantedMore() {
+  if (!me || me.kind !== "vm" || !ladder) return 0;
+  const gpus = number($("#declare"), "max_gpus") || 0;
+  return Math.max(0, Math.ceil(gpus / me.gpus_per_node) - ladder.held_nodes);
+}
+
+// "What would 4 more nodes cost": the own ladder's rung for the GPUs typed, marked in the table.
 function costNow() {
-  const form = $("#declare");
-  const gpus = number(form, "max_gpus");
-  const nodes = gpus ? Math.ceil(gpus / me.gpus_per_node) : 0;
-  const rung = ladder.find((r) => r.nodes === nodes);
-  $(".cost-now", form).textContent = rung
-    ? `${plural(nodes, "node")} now: ${rate(rung.price_per_gpu_hour)}, `
-      + `${usd(rung.price_per_gpu_hour * rung.gpus)} per hour in all` + (rung.contestable_at ? `, from ${time(rung.contestable_at)}` : "")
+  const more = wantedMore();
+  const rung = more ? ladder.rungs.find((r) => r.nodes === more) : null;
+  $("#declare .cost-now").textContent = rung
+    ? `${plural(more, "more node")}: ${rate(rung.price_per_gpu_hour)}, ${when(rung, lastTime)}; `
+      + `your whole holding then ${usd(rung.usd_per_hour)} per hour`
     : "";
   for (const tr of document.querySelectorAll("#ladder tbody tr")) {
-    tr.classList.toggle("chosen", Number(tr.dataset.nodes) === nodes);
+    tr.classList.toggle("chosen", Number(tr.dataset.nodes) === more);
   }
 }
 
-// A time of today (the latest tick's day) as its hour, another day's with its date.
-const since = (iso) => (lastTime && iso.slice(0, 10) === lastTime.slice(0, 10)
-  ? iso.slice(11, 16) : time(iso).slice(5));
+async function readLadder() {
+  try {
+    ladder = await api.get("/api/ladder");
+  } catch (error) {
+    if (!(error instanceof Refusal) || error.code !== "not-found") throw error;
+    ladder = null;  // the island has not ticked yet
+  }
+  showLadder();
+}
 
-// The first rungs of the price to win, and the one for the GPUs typed in the VM form.
+// The first rungs of the cluster's own price to win, and the one for the GPUs typed.
 function showLadder() {
   const body = $("#ladder tbody");
-  const wanted = me && me.kind === "vm" ? Math.ceil((number($("#declare"), "max_gpus") || 0)
-    / me.gpus_per_node) : 0;
-  const shown = ladder.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
+  if (!ladder) return;
+  $("#ladder .ladder-note").textContent = `For n more nodes than the `
+    + `${plural(ladder.held_nodes, "node")} you hold: the lowest price at which the next tick `
+    + (me.kind === "vm" ? "grants them to a declaration at that ceiling"
+      : "grants them to a new job of n nodes at that limit")
+    + ", if nothing else changes. Your own bids are left out: you are never priced against "
+    + "yourself. Your holding then: what all your nodes would be billed per hour.";
+  const wanted = wantedMore();
+  const shown = ladder.rungs.filter((r) => r.nodes <= LADDER_ROWS || r.nodes === wanted);
   if (!shown.length) {
-    body.replaceChildren(row(["no node can be contested now"]));
+    body.replaceChildren(row(["no more nodes can be won on this island"]));
   } else {
-    body.replaceChildren(...shown.map((r) => row([
-      r.nodes, price4(r.price_per_gpu_hour), amount2(r.price_per_gpu_hour * r.gpus),
-      r.contestable_at ? `from ${since(r.contestable_at)}` : "now",
-    ], { "data-nodes": r.nodes })));
+    body.replaceChildren(...shown.map((r) => row(cells(r, lastTime),
+      { "data-nodes": r.nodes })));
+    for (const tr of body.querySelectorAll("tr")) tr.lastElementChild.classList.add("later");
   }
-  if (me && me.kind === "vm") costNow();
+  if (me.kind === "vm") costNow();
 }
 
 // --- Preemptible: Kubernetes ---------------------------------------------------------------
 
-async function showBidAndJobs(spendRead) {
-  const [bid, jobs, spend] = await Promise.all([api.get("/api/k8s/bid"),
-    api.get("/api/k8s/jobs"), spendRead]);
+async function showBidAndJobs(spendRead, blocksRead) {
+  const [bid, jobs, spend, blocks] = await Promise.all([api.get("/api/k8s/bid"),
+    api.get("/api/k8s/jobs"), spendRead, blocksRead]);
   showBid(bid, spend);
-  showJobs(jobs, bid.pending_reason);
+  showJobs(jobs, why(spend, blocks.live));
 }
 
 function showBid(bid, spend) {
@@ -440,12 +449,59 @@ function showBid(bid, spend) {
     ? "No limit price: the jobs bid nothing on the market until one is set."
     : `Now ${rate(bid.limit_price_per_gpu_hour)}` + (bid.bid_too_low
       ? " — bid too low: under the island's reserve price, nothing is granted." : ".");
-  say($("#bid .held-back"), bid.pending_reason ? heldBack(bid.pending_reason, spend) : "");
+  say($("#bid .held-back"), bid.pending_reason
+    ? waits(bid.pending_reason, bid.pending_detail, why(spend, null)) : "");
 }
 
-// `held` is the cluster's pending reason: a billing hold holds back every job that bids (a
-// spend limit only those whose worst case does not fit, which the API does not name).
-function showJobs(jobs, held) {
+// What a job is, holds and pays, in words: pods share a node of the block; a job on the block
+// pays the block's rate and bids nothing, so it shows no limit; a job on the market shows the
+// limit it bids (its own, else the cluster's) and, running, the cluster's rate.
+function jobFigures(job, live) {
+  const pods = job.pods !== null;
+  const size = pods ? `${plural(job.pods, "pod")} × ${job.gpus_per_pod} GPUs`
+    : plural(job.nodes, "node");
+  const figures = [el("span", size)];
+  if (job.state === "running") {
+    const held = pods ? `${job.pods * job.gpus_per_pod} GPUs of node ${job.node_ids[0]}`
+      : `${plural(job.node_ids.length, "node")} held`;
+    figures.push(el("span", held, { class: "held-nodes" }));
+  }
+  if (job.block !== null) {
+    const blockRate = live && live.id === job.block ? ` at ${rate(live.rate_per_gpu_hour)}` : "";
+    figures.push(el("span", `on the base load block${blockRate}`, { class: "pays" }));
+  } else if (!pods && job.state !== "finished") {
+    if (job.rate !== null) figures.push(el("span", `paying ${rate(job.rate)}`, { class: "pays" }));
+    figures.push(el("span", job.limit_price_per_gpu_hour === null
+      ? "no limit: bids nothing on the market"
+      : `bids up to ${rate(job.limit_price_per_gpu_hour)}`, { class: "limit" }));
+  }
+  return figures;
+}
+
+// Finish asks first, in the job's own line; the question outlives the tick's redraw.
+function finishControls(job) {
+  if (!confirming.has(job.name)) {
+    const finish = el("button", "Finish", { type: "button", class: "finish" });
+    finish.addEventListener("click", () => { confirming.add(job.name); refresh(); });
+    return finish;
+  }
+  const box = el("span", null, { class: "confirm" });
+  const yes = el("button", "Yes, finish", { type: "button", class: "finish-yes" });
+  const keep = el("button", "Keep it", { type: "button", class: "keep" });
+  yes.addEventListener("click", () => {
+    confirming.delete(job.name);
+    act($("#jobs"), () => api.delete(`/api/k8s/jobs/${encodeURIComponent(job.name)}`));
+  });
+  keep.addEventListener("click", () => { confirming.delete(job.name); refresh(); });
+  box.append(el("span", job.state === "running"
+    ? `Finish ${job.name}? It stops now and its nodes go idle.`
+    : `Finish ${job.name}? It stops waiting and is never started.`), yes, keep);
+  return box;
+}
+
+// Each pending job says its own cause, from the tick (`context`: what the words draw on).
+function showJobs(jobs, context) {
+  const live = context.live;
   const list = $("#jobs .job-list");
   if (!jobs.length) {
     list.replaceChildren(el("p", "No jobs yet.", { class: "note" }));
@@ -453,30 +509,13 @@ function showJobs(jobs, held) {
   }
   list.replaceChildren(...jobs.map((job) => {
     const box = el("div", null, { class: "job", "data-job": job.name, "data-state": job.state });
-    const size = job.pods ? `${job.pods} pods × ${job.gpus_per_pod} GPUs`
-      : plural(job.nodes, "node");
     const line = el("div", null, { class: "job-line" });
-    line.append(
-      el("b", job.name), el("span", size),
-      el("span", job.state, { class: `state ${job.state}` }),
-      el("span", `${plural(job.node_ids.length, "node")} held`, { class: "held-nodes" }),
-      el("span", job.rate === null ? "no rate" : rate(job.rate)),
-      el("span", `limit ${job.limit_price_per_gpu_hour === null ? "the cluster's"
-        : rate(job.limit_price_per_gpu_hour)}`),
-    );
-    if (job.state !== "finished") {
-      const finish = el("button", "Finish", { type: "button", class: "finish" });
-      finish.addEventListener("click", () => act($("#jobs"),
-        () => api.delete(`/api/k8s/jobs/${encodeURIComponent(job.name)}`)));
-      line.appendChild(finish);
-    }
+    line.append(el("b", job.name), el("span", job.state, { class: `state ${job.state}` }),
+      ...jobFigures(job, live));
+    if (job.state !== "finished") line.appendChild(finishControls(job));
     box.appendChild(line);
-    const bids = job.state === "pending" && job.nodes > 0;
-    const reason = job.reason || (bids && held === "billing-hold" ? held : null);
-    if (reason && REASONS[reason]) {
-      box.appendChild(el("p", `Waiting: ${REASONS[reason]}.`, { class: "why" }));
-    } else if (job.bid_too_low && job.state === "pending") {
-      box.appendChild(el("p", "Waiting: bid too low, under the island's reserve price.",
+    if (job.state === "pending") {
+      box.appendChild(el("p", waits(job.pending_reason, job.pending_detail, context),
         { class: "why" }));
     }
     const events = [...job.events].sort((a, b) => b.at.localeCompare(a.at));
@@ -505,6 +544,81 @@ async function showSpend(spendRead) {
   ];
   $("#spend .spend-figures").replaceChildren(...figures.flatMap(([term, value]) => [
     el("dt", term), el("dd", value, { "data-figure": term })]));
+}
+
+// --- the account: its money, this cluster's spend window, the runway ------------------------
+
+const runway = (h) => (h === null ? "none needed: nothing is billed per hour now"
+  : h >= 48 ? `${(h / 24).toFixed(1)} days (${Math.round(h)} h) at that rate`
+    : `${h.toFixed(1)} h at that rate`);
+
+async function showAccount() {
+  const a = await api.get("/api/account");
+  const figures = [
+    ["balance", usd(a.balance_usd)],
+    ["deposit held", a.deposit_held_usd ? `${usd(a.deposit_held_usd)} (base load deposits, `
+      + "out of the balance)" : "none"],
+    ["owed by wire", a.owed_usd ? `${usd(a.owed_usd)} due by ${time(a.owed_by)}` : "nothing"],
+    ["billing hold", a.billing_hold_since ? `since ${time(a.billing_hold_since)}` : "none"],
+    ["spent (24 h window)", usd(a.spent_24h_usd)],
+    ["committed", usd(a.committed_usd)],
+    ["rate", `${usd(a.rate_usd_per_hour)} per hour (the account's clusters, market and base `
+      + "load)"],
+    ["runway", runway(a.runway_hours)],
+  ];
+  const card = $("#account");
+  card.dataset.account = a.account;
+  $(".account-figures", card).replaceChildren(...figures.flatMap(([term, value]) => [
+    el("dt", term), el("dd", value, { "data-figure": term })]));
+  say($(".hold-why", card), a.billing_hold_since ? "The balance is at or below zero: no "
+    + "market capacity is held or granted until credit or a wire brings it above zero." : "");
+}
+
+// --- why this rate: the latest tick's receipt (docs/market.md "Receipts") -------------------
+
+const exact = (v) => `${Number(v).toFixed(6)} USD`;  // a tick's interval: µUSD, adding up
+
+// Other clusters' demand as price levels × nodes, never who; a negative count is demand that
+// holds nodes now and would give way.
+const levels = (list) => list.map((l) => (l.nodes >= 0
+  ? `${plural(l.nodes, "node")} bid ${price4(l.price)}`
+  : `${plural(-l.nodes, "node")} held at ${price4(l.price)} giving way`)).join(", ");
+
+async function showReceipt() {
+  const [receipt] = await api.get("/api/receipts?limit=1");
+  const card = $("#receipt");
+  const table = $("table.receipt-parts", card);
+  table.hidden = !receipt;
+  card.dataset.tick = receipt ? String(receipt.tick) : "";
+  if (!receipt) {
+    $(".receipt-head", card).textContent = "No market nodes held at a tick yet: nothing billed "
+      + "on the market to explain.";
+    return;
+  }
+  const r = receipt, p = r.parts;
+  $(".receipt-head", card).textContent = `Tick ${r.tick} at ${time(r.time)}: `
+    + `${plural(r.nodes, "market node")} (${r.gpus} GPUs) at ${rate(r.rate)}, `
+    + `${exact(r.amount_usd)} for the tick's interval, in these parts:`;
+  const parts = [
+    ["reserve", p.reserve, "the island's reserve price on the nodes won"],
+    ["displaced", p.displaced, r.displaced.length
+      ? `the bids your won nodes keep out: ${levels(r.displaced)}`
+      : "no other bid was kept out by your won nodes"],
+    ["core addition", p.core, r.core
+      ? `others together offered more (${levels(r.core.coalition)}, `
+        + `${usd(r.core.value)} per hour over the reserve): the winners pay at least that`
+      : "none: no group of other bids offered more than the winners pay"],
+    ["protected", p.protected, r.protected_displaced.length || p.protected
+      ? "your nodes under their window pay what they keep out"
+        + (r.protected_displaced.length ? ` (${levels(r.protected_displaced)})` : "")
+        + (r.capped ? ", capped at their locked price" : "")
+      : "no node held under its window"],
+  ];
+  $("tbody", table).replaceChildren(
+    ...parts.map(([part, amount, what]) => row([part, exact(amount), what], { "data-part": part })),
+    row(["billed", exact(r.amount_usd), "the sum: what the tick billed for these nodes"],
+      { class: "total", "data-part": "billed" }),
+  );
 }
 
 // --- billing -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // The billing card's chart: spend per bucket as bars, market and base load stacked, drawn on a
 // canvas (no library: the page loads nothing from elsewhere). After each draw the canvas
-// carries data-bars (buckets drawn) and data-total (USD, both kinds), which the browser test
-// reads beside the pixels.
+// carries data-bars (buckets drawn), data-total (USD, both kinds) and data-axis (the amounts
+// written on the axis), which the browser test reads beside the pixels.
 
 const KINDS = ["market", "base_load"];
 
@@ -31,13 +31,20 @@ export function drawSpend(canvas, rows, buckets, widthMs) {
   ctx.font = "11px system-ui, sans-serif";
   ctx.fillStyle = color("--muted");
   ctx.strokeStyle = color("--line");
-  for (const f of [0, 0.5, 1]) {
+  // nothing billed: one line at zero and a word, not three lines all reading 0.00
+  const steps = top > 0 ? [0, 0.5, 1] : [0];
+  for (const f of steps) {
     const y = pad.top + h - f * h;
     ctx.beginPath();
     ctx.moveTo(pad.left, y);
     ctx.lineTo(pad.left + w, y);
     ctx.stroke();
     ctx.fillText((top * f).toFixed(2), 4, y + 4);
+  }
+  canvas.dataset.axis = steps.map((f) => (top * f).toFixed(2)).join(" / ");
+  if (top === 0) {
+    const words = "nothing billed in this range";
+    ctx.fillText(words, pad.left + (w - ctx.measureText(words).width) / 2, pad.top + h / 2);
   }
   const slot = starts.length ? w / starts.length : w;
   starts.forEach((t, i) => {
