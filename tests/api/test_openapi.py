@@ -150,7 +150,7 @@ def test_the_market_endpoints_document_their_query_and_other_media_types(
     assert ladder["max_nodes"]["schema"]["minimum"] == 0
     series = _query(doc, "/api/market/series")
     assert list(series) == ["island", "interval", "start", "end", "limit", "format"]
-    assert series["interval"]["schema"]["enum"] == ["1m", "5m", "1h", "1d"]
+    assert series["interval"]["schema"]["enum"] == ["1m", "5m", "15m", "30m", "1h", "1d"]
     assert series["format"]["schema"]["enum"] == ["json", "csv", "arrow"]
     assert (series["limit"]["schema"]["minimum"], series["limit"]["schema"]["maximum"]) == (
         1,
