@@ -27,6 +27,7 @@ from burstmarket.clock import parse_time
 from burstmarket.errors import Invalid, MarketError
 from burstmarket.market.desks.inputs import price
 from tests.api.support import OPERATOR, app_at, ok, running, vm_and_k8s
+from tests.constants import OPERATIONS
 
 Operation = tuple[str, str, HTTPRouteHandler]
 FREE_FORM = {"node_spec"}
@@ -75,7 +76,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 40
+    assert len(operations) == OPERATIONS
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
