@@ -7,16 +7,17 @@
 -- Buckets without ticks are absent. Prices come out as DECIMAL(18,6) USD per GPU-hour.
 -- GPU-hours count each tick for its own interval; a history part written before ticks recorded
 -- theirs (no tick_seconds) counts the configured one. The candle of $open_bucket, the one the
--- latest tick is in, is still open (`closed` false): later ticks may yet land in it.
+-- latest tick is in, is still open (`closed` false): later ticks may yet land in it. A candle's
+-- reserve price is the one its last tick cleared at, so the chart draws the reserve as it was.
 WITH oldest_live AS (
     SELECT coalesce(min(tick), 9223372036854775807) AS tick FROM ticks WHERE island = $island
 ),
 rows AS (
-    SELECT tick, time, vwap, min, max, gpus, tick_seconds
+    SELECT tick, time, vwap, min, max, gpus, reserve_price, tick_seconds
     FROM ticks
     WHERE island = $island AND time >= $start AND time < $end
     UNION ALL
-    SELECT tick, time, vwap, min, max, gpus, coalesce(tick_seconds, $tick_seconds)
+    SELECT tick, time, vwap, min, max, gpus, reserve_price, coalesce(tick_seconds, $tick_seconds)
     FROM {history_ticks}
     WHERE time >= $start AND time < $end AND tick < (SELECT tick FROM oldest_live)
 )
@@ -30,6 +31,7 @@ SELECT
          AS DECIMAL(18, 6)) AS vwap,
     min(min) AS min,
     max(max) AS max,
+    arg_max(reserve_price, tick) AS reserve_price,
     CAST(sum(gpus * tick_seconds) / 3600 AS DECIMAL(18, 6)) AS gpu_hours,
     count(*) AS ticks,
     time_bucket($width, timezone('UTC', time)) < $open_bucket AS closed

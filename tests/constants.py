@@ -9,3 +9,6 @@ USD = 1_000_000
 
 T0 = 1_800_000_000 * NS_PER_S
 """The market time an in-process market starts at (2027-01-15 08:00 UTC), in nanoseconds."""
+
+OPERATIONS = 40
+"""The HTTP operations the OpenAPI document lists (a new endpoint raises it, in one place)."""

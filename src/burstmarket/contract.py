@@ -488,6 +488,9 @@ class IslandView(View):
     node_spec: Any
     base_load_cap: int
     buying_open: bool
+    tick_seconds: Annotated[
+        float, msgspec.Meta(description="how often the island ticks, in seconds of market time")
+    ]
 
 
 class ReceivableView(View):
@@ -838,6 +841,9 @@ class Candle(View):
     vwap: Price | None
     min: Price | None
     max: Price | None
+    reserve_price: Annotated[
+        Price, msgspec.Meta(description="the reserve price the bucket's last tick cleared at")
+    ]
     gpu_hours: float
     ticks: int
     closed: Annotated[bool, msgspec.Meta(description="false for the bucket still open")]

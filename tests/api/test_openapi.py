@@ -28,6 +28,7 @@ from burstmarket.clock import parse_time
 from burstmarket.errors import Invalid, MarketError
 from burstmarket.market.desks.inputs import price
 from tests.api.support import OPERATOR, app_at, ok, running, vm_and_k8s
+from tests.constants import OPERATIONS
 
 Operation = tuple[str, str, HTTPRouteHandler]
 FREE_FORM = {"node_spec"}
@@ -76,7 +77,7 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
     doc = _document(tmp_path, app)
     statuses = _statuses()
     operations = list(_operations(app))
-    assert len(operations) == 40
+    assert len(operations) == OPERATIONS
     for path, method, handler in operations:
         where = f"{method.upper()} {path}"
         operation = doc["paths"][path][method]
@@ -171,7 +172,7 @@ def test_the_market_endpoints_document_their_query_and_other_media_types(
     assert ladder["max_nodes"]["schema"]["minimum"] == 0
     series = _query(doc, "/api/market/series")
     assert list(series) == ["island", "interval", "start", "end", "limit", "format"]
-    assert series["interval"]["schema"]["enum"] == ["1m", "5m", "1h", "1d"]
+    assert series["interval"]["schema"]["enum"] == ["1m", "5m", "15m", "30m", "1h", "1d"]
     assert series["format"]["schema"]["enum"] == ["json", "csv", "arrow"]
     assert (series["limit"]["schema"]["minimum"], series["limit"]["schema"]["maximum"]) == (
         1,

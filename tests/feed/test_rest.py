@@ -107,6 +107,7 @@ def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str
                 "vwap": float(vwap.quantize(SIX)),
                 "min": min(r["min"] for r in priced),
                 "max": max(r["max"] for r in priced),
+                "reserve_price": rows[-1]["reserve_price"],  # as the bucket's last tick had it
                 "gpu_hours": float(
                     (Decimal(sum(r["gpus"] for r in rows) * 10) / 3600).quantize(SIX)
                 ),
@@ -127,7 +128,9 @@ def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
         }
         if tick % 11 == 0:
             holdings = {}  # nobody holds market nodes: vwap, min and max are null
-        events.append(server.tick("east", tick, holdings=holdings))
+        # the operator moves the reserve every 7 ticks: inside a candle too
+        reserve = f"{1.5 + tick // 7 / 100:.2f}"
+        events.append(server.tick("east", tick, holdings=holdings, reserve=reserve))
     return events
 
 

@@ -24,7 +24,7 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
-from burstmarket.api.web import STATIC, answer_options, cors, feed_options, static_file
+from burstmarket.api.web import STATIC, answer_options, cors, favicon, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed.feed import build_feed
 from burstmarket.history import dictionary
@@ -150,6 +150,7 @@ def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -
         dashboard,
         console,
         static_file,
+        favicon,
         history_dictionary,
         *feed.route_handlers,
         *health.routes(db, scheduler, settings.tick_seconds),

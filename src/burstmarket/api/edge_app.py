@@ -13,7 +13,7 @@ from litestar import Litestar
 from burstmarket import __version__, apidoc, metrics
 from burstmarket.api import health
 from burstmarket.api.errors import HANDLERS
-from burstmarket.api.web import answer_options, cors, feed_options, static_file
+from burstmarket.api.web import answer_options, cors, favicon, feed_options, static_file
 from burstmarket.feed.edge import Edge
 from burstmarket.settings import Settings
 
@@ -45,6 +45,7 @@ def create_edge_app(settings: Settings) -> Litestar:
         route_handlers=[
             *edge.service.route_handlers,
             static_file,
+            favicon,
             *health.probes(checks, versions),
         ],
         before_request=answer_options,  # OPTIONS: every method of the path

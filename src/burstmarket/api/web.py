@@ -42,6 +42,16 @@ async def static_file(name: FromPath[str]) -> Response[bytes]:
     return Response(path.read_bytes(), media_type=media_type)
 
 
+FAVICON = (STATIC / "favicon.svg").read_bytes()
+
+
+@get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response[bytes]:
+    """The pages' icon (index.html links it under /static/), here too for what asks a site for
+    /favicon.ico by itself: a browser on a page that names none (the API docs), a bookmark."""
+    return Response(FAVICON, media_type="image/svg+xml")
+
+
 async def answer_options(request: Request[Any, Any, Any]) -> Response[None] | None:
     """The app's `before_request`: OPTIONS answers with every method of the path, as a 405's
     `Allow` does. litestar 2 makes a path's OPTIONS handler when the path's first handler is

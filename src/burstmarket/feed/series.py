@@ -25,11 +25,13 @@ from burstmarket.feed.messages import display, rfc3339
 from burstmarket.history.layout import floor_time, parts_between
 from burstmarket.store import Reader
 
-Interval = Literal["1m", "5m", "1h", "1d"]
+Interval = Literal["1m", "5m", "15m", "30m", "1h", "1d"]
 Format = Literal["json", "csv", "arrow"]
 INTERVALS: dict[Interval, timedelta] = {
     "1m": timedelta(minutes=1),
     "5m": timedelta(minutes=5),
+    "15m": timedelta(minutes=15),
+    "30m": timedelta(minutes=30),
     "1h": timedelta(hours=1),
     "1d": timedelta(days=1),
 }
@@ -44,7 +46,9 @@ DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
 COLUMNS = Candle.__struct_fields__
 """A candle's columns, in the order of the SQL's (contract.Candle, the JSON answer's type)."""
-_EMPTY_HISTORY = "(SELECT tick, time, vwap, min, max, gpus, tick_seconds FROM ticks WHERE false)"
+_EMPTY_HISTORY = (
+    "(SELECT tick, time, vwap, min, max, gpus, reserve_price, tick_seconds FROM ticks WHERE false)"
+)
 _HISTORY = (
     # by name, with a typed empty relation: parts written before `tick_seconds` read NULL there
     "(SELECT NULL::DECIMAL(12, 3) AS tick_seconds WHERE false) UNION ALL BY NAME "

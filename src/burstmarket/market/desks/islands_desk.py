@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
+from burstmarket.clock import NS_PER_S
 from burstmarket.contract import IslandChange, IslandView
 from burstmarket.errors import Conflict, Invalid
 from burstmarket.market.desks.inputs import name, node_spec, optional_price
@@ -41,10 +42,11 @@ class IslandsDesk:
         self._db = market.db
         self._clock = market.clock
         self._lock = market.lock
+        self._tick_seconds = market.interval_ns / NS_PER_S
 
     def islands(self) -> list[IslandView]:
         with self._db.read() as cur:
-            return [_view(ISLANDS.from_row(r)) for r in fetch(cur, "islands")]
+            return [self._view(ISLANDS.from_row(r)) for r in fetch(cur, "islands")]
 
     def put(self, island_id: str, change: IslandChange) -> IslandView:
         terms = _terms(island_id, change)
@@ -55,7 +57,19 @@ class IslandsDesk:
             else:
                 _change(cur, ISLANDS.from_row(row), terms)
         with self._db.read() as cur:
-            return _view(read_island(cur, island_id))
+            return self._view(read_island(cur, island_id))
+
+    def _view(self, island: Island) -> IslandView:
+        return IslandView(
+            id=island.id,
+            gpus_per_node=island.gpus_per_node,
+            nodes=island.nodes,
+            reserve_price=usd(island.reserve_price),
+            node_spec=None if island.node_spec is None else json.loads(island.node_spec),
+            base_load_cap=island.base_load_cap,
+            buying_open=island.buying_open,
+            tick_seconds=self._tick_seconds,
+        )
 
 
 def _terms(island_id: str, change: IslandChange) -> Terms:
@@ -137,15 +151,3 @@ def _check_change(cur: Cursor, island: Island, changed: Island) -> None:
             f"must not exceed the island's {changed.nodes} nodes",
             base_load_cap=changed.base_load_cap,
         )
-
-
-def _view(island: Island) -> IslandView:
-    return IslandView(
-        id=island.id,
-        gpus_per_node=island.gpus_per_node,
-        nodes=island.nodes,
-        reserve_price=usd(island.reserve_price),
-        node_spec=None if island.node_spec is None else json.loads(island.node_spec),
-        base_load_cap=island.base_load_cap,
-        buying_open=island.buying_open,
-    )
