@@ -1,6 +1,6 @@
 -- The ladder feed: one row per tick of $island in [$from_tick, $to_tick], rungs as a list.
 -- A tick with no rung (no contestable node and none under a window) reads as an empty list.
--- `reason` says in words what clearing_json.WINDOWS_HOLD says for the live ticks.
+-- `reason` is the code clearing_json.WINDOWS_HOLD gives the live ticks.
 SELECT
     t.tick,
     t.time,
@@ -13,7 +13,7 @@ SELECT
                 'price_per_gpu_hour': l.price::DOUBLE,
                 'contestable_at': l.contestable_at,
                 'reason': CASE WHEN l.contestable_at IS NOT NULL
-                    THEN 'protection windows hold the nodes until contestable_at' END,
+                    THEN 'windows-hold' END,
                 'later': list_transform(
                     l.later, lambda x: {'at': x.since, 'price_per_gpu_hour': x.price::DOUBLE}
                 )

@@ -29,7 +29,8 @@ SHIPPED = {"src/burstmarket": "burstmarket", "sql": "burstmarket/sql", "feeds": 
 """Each folder of the repository the wheel ships, and where it lands in the wheel."""
 
 
-def run(*args: str | Path, cwd: Path, stdin: str | None = None) -> str:
+def run(*args: str | Path, cwd: Path, stdin: str | None = None, errors: bool = False) -> str:
+    """The command's output (with `errors`, its standard error after it), once it succeeded."""
     done = subprocess.run(
         [str(arg) for arg in args],
         cwd=cwd,
@@ -40,7 +41,7 @@ def run(*args: str | Path, cwd: Path, stdin: str | None = None) -> str:
         check=False,
     )
     assert done.returncode == 0, f"{args}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+    return done.stdout + done.stderr if errors else done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(REPO / folder, source / folder, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    run(
+    log = run(
         sys.executable,
         "-m",
         "pip",
@@ -61,12 +62,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--no-deps",
         "--no-build-isolation",
         "--no-index",
-        "--quiet",
+        "--verbose",  # the build backend's warnings, for the test that there are none
         "-w",
         work / "dist",
         source,
         cwd=work,
+        errors=True,
     )
+    (work / "build.log").write_text(log)
     (built,) = (work / "dist").glob("burstmarket-*.whl")
     return built
 
@@ -113,6 +116,13 @@ def test_the_wheel_holds_every_module_query_and_feed(wheel: Path) -> None:
         }
     assert sorted(expected - shipped) == [], "missing from the wheel"
     assert sorted(shipped - expected) == [], "in the wheel, not in the repository"
+
+
+def test_the_build_warns_of_no_package_left_out(wheel: Path) -> None:
+    log = (wheel.parent.parent / "build.log").read_text()
+    assert "Successfully built burstmarket" in log
+    assert "Package would be ignored" not in log
+    assert "BuildBackendWarning" not in log
 
 
 def test_the_installed_package_reads_its_own_queries_and_feeds(venv: Path) -> None:

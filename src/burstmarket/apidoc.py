@@ -17,12 +17,15 @@ the routers' `security`. This module gives it the rest:
   false`, the Struct's `forbid_unknown_fields`), a bound of 0 on an optional number (the
   Struct field's `msgspec.Meta`; litestar drops a 0 as if unset), and a time's format and range
   (`TimeSchema`, from clock.py's EARLIEST and LATEST);
+- `operation_id`: every operationId in one style, the method and the path (`getMarketStats`,
+  `postAdminIslandsByIslandIdNodesByNodeIdCordon`), never the handler's function name;
 - the Swagger UI at `/schema` and `/schema/swagger`, its script and styles shipped in the
   package (`static/docs-ui/`, from the swagger-ui-dist npm package), so it renders offline.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
@@ -45,6 +48,7 @@ from litestar.openapi.spec import (
 )
 from litestar.params import QueryParameter
 from litestar.plugins import OpenAPISchemaPlugin
+from litestar.types import Method
 from litestar.typing import FieldDefinition
 
 from burstmarket import __version__
@@ -55,6 +59,8 @@ from burstmarket.money import MAX_AMOUNT_USD, MAX_PRICE_USD
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
+    from litestar.handlers import HTTPRouteHandler
+    from litestar.types.internal_types import PathParameterDefinition
 
 MARKET_DATA = "market data (public)"
 """The tag of the public, read-only endpoints."""
@@ -93,11 +99,41 @@ def openapi_config() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="burstmarket",
         version=__version__,
+        description=DESCRIPTION,
         path="/schema",
+        operation_id_creator=operation_id,
         use_handler_docstrings=True,
         components=Components(security_schemes={BEARER: scheme}),
         render_plugins=[ui],
     )
+
+
+DESCRIPTION = (
+    "A market for preemptible GPU capacity: tenants declare VM capacity or Kubernetes jobs at "
+    "a price per GPU-hour, every tick clears each island's auction, and anyone may read the "
+    "market data (these `market data (public)` endpoints, and the websocket feed at "
+    "`/ws/market`, whose AsyncAPI document is `/schema/asyncapi.json`). Money is USD as a JSON "
+    "number, times are RFC 3339 UTC, and every refusal is `{error, detail, ...figures}` with a "
+    "code from the list in docs/api.md."
+)
+"""The document's `info.description`."""
+
+
+def operation_id(
+    route_handler: HTTPRouteHandler,
+    http_method: Method,
+    path_components: list[str | PathParameterDefinition],
+) -> str:
+    """`<method><Path>`: the lower-case method, then each segment of the path after `/api`
+    title-cased, a path parameter as `By<Name>` (`GET /api/k8s/jobs/{job}`: `getK8sJobsByJob`).
+    Unique as method and path are, whatever the handler's function is called."""
+    words = []
+    for component in path_components:
+        if isinstance(component, str):
+            words += [] if component == "api" else re.split(r"[-_]", component)
+        else:
+            words += ["by", *component.name.split("_")]
+    return http_method.lower() + "".join(word[:1].upper() + word[1:] for word in words)
 
 
 def money_schema(kind: str | None) -> Schema:

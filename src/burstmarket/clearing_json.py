@@ -14,6 +14,7 @@ from burstmarket.clock import rfc3339
 from burstmarket.contract import LadderLaterView, LadderRungView
 from burstmarket.market.ladder import LadderRung
 from burstmarket.money import MoneyError, parse_price, usd
+from burstmarket.states import LadderReason
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
@@ -84,8 +85,8 @@ def render_ladder(rungs: Sequence[Rung | LadderRung]) -> list[dict[str, Any]]:
     return [{"nodes": r.nodes, "gpus": r.gpus, "price_per_gpu_hour": usd(r.price)} for r in rungs]
 
 
-WINDOWS_HOLD = "protection windows hold the nodes until contestable_at"
-"""A later rung's `reason` (sql/feed_ladder.sql says the same words for the ticks it replays)."""
+WINDOWS_HOLD: LadderReason = "windows-hold"
+"""A later rung's `reason` (sql/feed_ladder.sql says the same code for the ticks it replays)."""
 
 
 def render_published_ladder(rungs: Sequence[LadderRung]) -> list[LadderRungView]:

@@ -246,8 +246,9 @@ def serve(
         shown = "token" if made else "variable"
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
 
-    def started() -> None:
-        """The socket is bound and the store open: say so, and start the simulation."""
+    def announce() -> None:
+        """The socket is bound and the leases in hand: the banner, the log's first lines (the
+        store opens right after)."""
         log.info(
             "burstmarket %s: dashboard %s/ (port %d, data dir %s)",
             __version__,
@@ -261,6 +262,9 @@ def serve(
             _pace(settings.clock, tick_seconds, speed),
             "on" if simulate else "off",
         )
+
+    def started() -> None:
+        """The store is open: the engine compiled, and the simulation started."""
         _warm_up_the_engine(log)
         if simulate or speed is not None:
             from burstmarket.simulation.live import LiveOptions, start
@@ -280,7 +284,7 @@ def serve(
 
     os.umask(PRIVATE_UMASK)  # the store is the tenants' ledger
     try:
-        run_server(settings, create_app, started)
+        run_server(settings, lambda served: create_app(served, announce), started)
     except (PortUnavailable, StoreOpenError, LeaseUnavailable) as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None

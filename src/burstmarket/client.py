@@ -128,7 +128,8 @@ class Rung(msgspec.Struct, frozen=True):
     """None: contestable now (a declaration competes for it at the next tick); else the earliest
     time enough protection windows end for it to be."""
     reason: str | None = None
-    """Why it cannot be contested now, in words; None when it can."""
+    """Why it cannot be contested now, as a code (`windows-hold`: protection windows hold its
+    nodes until `contestable_at`); None when it can."""
     later: list[LaterPrice] = []
     """The rung's price from each later time windows end within the hour, where it changes:
     the next release may bring more supply, so waiting may cost less."""

@@ -27,6 +27,7 @@ from burstmarket.states import (
     BlockState,
     JobState,
     Kind,
+    LadderReason,
     NodeState,
     OfferState,
     PendingReason,
@@ -672,9 +673,10 @@ class LadderRungView(View):
     ]
     """RFC 3339, as the feed spells it (clock.rfc3339)."""
     reason: Annotated[
-        str | None,
+        LadderReason | None,
         msgspec.Meta(
-            description="why the rung cannot be contested now, in words; null when it can"
+            description="why the rung cannot be contested now, as a code (`windows-hold`: "
+            "protection windows hold its nodes until contestable_at); null when it can"
         ),
     ]
     later: Annotated[

@@ -14,6 +14,8 @@
     ├── Unauthorized     401 unauthorized     no or unknown token
     ├── Forbidden        403 forbidden        a token acting outside its own cluster
     ├── NotFound         404 not-found
+    │   ├── UnknownIsland 404 unknown-island  market data of an island that does not exist
+    │   └── NotTickedYet  404 not-ticked-yet  market data of an island that has not ticked yet
     ├── Conflict         409 conflict         the request does not fit the current state
     ├── MethodNotAllowed 405 method-not-allowed
     ├── ManualClockOnly  409 manual-clock-only  manual ticks on the real clock
@@ -138,6 +140,18 @@ class Forbidden(MarketError):
 class NotFound(MarketError):
     code = "not-found"
     status = 404
+
+
+class UnknownIsland(NotFound):
+    """Market data (REST or the feed) of an island the market does not have: a mistyped id."""
+
+    code = "unknown-island"
+
+
+class NotTickedYet(NotFound):
+    """Market data of an island that exists but has no tick yet (it will once it ticks)."""
+
+    code = "not-ticked-yet"
 
 
 class Conflict(MarketError):

@@ -7,7 +7,16 @@ at once, from the market as the long one committed it, at the next market time (
 tick's time plus one interval): ticks stay consecutive and their billed intervals contiguous
 however long one ran, instead of the market drifting behind the wall clock unbilled.
 The tick itself runs in a worker thread; listeners are called back here, on the event loop.
-Every such lateness is also counted (metrics.py). The loop knows when each island last ticked
+Every such lateness is also counted (metrics.py).
+
+Market time on the real clock never runs ahead of the wall clock. A tick is stamped one interval
+after the island's last at the earliest (so billed intervals never overlap), and a run can begin
+before that: the run after a late one (the interval job keeps its own beat), or the first runs
+on a store whose last tick is ahead of the wall clock (ticks run on the manual clock, a clock
+set back). Such an island's tick waits until it is due, when its stamp is the wall clock's own
+time; one more than an interval away is left to a later run, with one log line.
+
+The loop knows when each island last ticked
 on the wall clock (`overdue`, what `/readyz` asks: api/health.py), and on stopping it lets the
 run under way end before the store closes.
 """
@@ -53,6 +62,8 @@ class TickScheduler:
         self._ticked: dict[str, float] = {}
         """Island -> when (monotonic) it last committed a tick, or the loop started or first
         met it."""
+        self._ahead: set[str] = set()
+        """Islands whose last tick is ahead of the wall clock, said once in the log."""
 
     def start(self) -> None:
         scheduler = AsyncIOScheduler(timezone="UTC")
@@ -136,15 +147,39 @@ class TickScheduler:
             )
             catching_up = True
 
+    async def _due(self, island: str, due_ns: int) -> bool:
+        """Whether the island's next tick, due at market time `due_ns`, may run now: at once if
+        the wall clock has reached it, after a wait if it is at most an interval away; further
+        off (the store's ticks ahead of the wall clock), not in this run."""
+        early = (due_ns - self.market.clock.now_ns()) / 1e9
+        if early <= 0:
+            self._ahead.discard(island)
+            return True
+        if early <= self.interval:
+            await asyncio.sleep(early + 0.001)  # past it: the wall clock counts whole ms
+            return True
+        if island not in self._ahead:
+            self._ahead.add(island)
+            log.warning(
+                "island %s: its last tick is %.3f s ahead of the wall clock; it ticks again "
+                "once the wall clock reaches %s",
+                island,
+                early - self.interval,
+                rfc3339(due_ns),
+            )
+        return False
+
     async def _tick_all(self, catching_up: bool) -> list[str]:
         """Tick every island once; one line of figures per island."""
         figures = []
         interval_ns = round(self.interval * 1e9)
         for island in await anyio.to_thread.run_sync(self.market.island_ids):
             last = self.market.figures.last(island)
+            self._ticked.setdefault(island, self._monotonic())  # a new island is judged from here
+            if last is not None and not await self._due(island, last.time + interval_ns):
+                continue
             at = last.time + interval_ns if catching_up and last is not None else None
             began = self._monotonic()
-            self._ticked.setdefault(island, began)  # a new island is judged from here
             try:
                 event = await anyio.to_thread.run_sync(self.market.tick, island, at)
             except Exception as exc:

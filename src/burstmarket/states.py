@@ -37,6 +37,9 @@ PendingReason = Literal[
 ]
 """Why demand waits, in the order the first that holds is named (docs/market.md "Why it
 waits")."""
+LadderReason = Literal["windows-hold"]
+"""Why a public ladder rung cannot be contested now: protection windows hold its nodes until
+its `contestable_at` (docs/api.md "Market data")."""
 BillingKind = Literal["market", "base_load"]
 """A billing row's: bought in the market or a base load block."""
 LedgerKind = Literal[

@@ -6,6 +6,7 @@ really sends conform to it."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -137,6 +138,26 @@ def test_every_route_documents_body_answer_query_refusals_and_bearer(tmp_path: P
 
 def _query(doc: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
     return {p["name"]: p for p in doc["paths"][path]["get"]["parameters"]}
+
+
+def test_the_document_describes_itself_and_names_operations_in_one_style(tmp_path: Path) -> None:
+    doc = _document(tmp_path, app_at(tmp_path))
+    assert "/ws/market" in doc["info"]["description"]
+    ids = []
+    for path, operations in doc["paths"].items():
+        # `GET /api/market/stats`: getMarketStats; a path parameter `{job}`: ByJob
+        words = []
+        for part in path.removeprefix("/api/").split("/"):
+            words += ["by", part[1:-1]] if part.startswith("{") else [part]
+        tail = "".join(
+            piece[:1].upper() + piece[1:] for word in words for piece in re.split(r"[-_]", word)
+        )
+        for method, operation in operations.items():
+            assert operation["operationId"] == method + tail, (method, path)
+            ids.append(operation["operationId"])
+    assert len(set(ids)) == len(ids)
+    assert "getMarketStats" in ids
+    assert "getCluster" in ids
 
 
 def test_the_market_endpoints_document_their_query_and_other_media_types(

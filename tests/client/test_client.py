@@ -128,7 +128,7 @@ def test_the_ladder_says_when_and_why_a_rung_cannot_be_won_now(start_server: Sta
         (1, Decimal("2.0001"), ends),
         (2, Decimal("2.0001"), ends),
     ]
-    assert {why for *_, why in ladder} == {"protection windows hold the nodes until contestable_at"}
+    assert {why for *_, why in ladder} == {"windows-hold"}
     assert arun(lambda: typed_usage.vwap(server.url, server.token, "win")) == Decimal(1)
 
 
@@ -151,7 +151,7 @@ def test_the_client_page_example_bids_the_ladder_and_says_when(
     code = docs_example().replace("http://127.0.0.1:8000", server.url)
     exec(code.replace("<cluster token>", me), {})
     when = capsys.readouterr().out.strip()
-    assert when.startswith("protection windows hold the nodes until contestable_at: ")
+    assert when.startswith("windows-hold: ")
     assert when.endswith(" UTC")
     with SyncTenantClient(server.url, me) as mine:
         declared = mine.capacity()

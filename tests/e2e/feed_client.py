@@ -40,6 +40,30 @@ def subscribe(ws: ClientConnection, channels: list[str], **extra: Any) -> None:
     assert recv(ws) == {"type": "subscribed", "channels": channels}
 
 
+def apply_ladder(rungs: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A subscriber's ladder after a `ladder` message (docs/api.md "The feed"): whole when it
+    carries `rungs` (a snapshot, a replay's first update), else the rungs it had less
+    `removed`, with `changed` put in by node count."""
+    data = message["data"]
+    if "rungs" in data:
+        return list(data["rungs"])
+    kept = {rung["nodes"]: rung for rung in rungs if rung["nodes"] not in data["removed"]}
+    kept.update((rung["nodes"], rung) for rung in data["changed"])
+    return [kept[nodes] for nodes in sorted(kept)]
+
+
+def ladders(messages: list[dict[str, Any]], channel: str) -> list[tuple[int, list[Any]]]:
+    """(tick, the whole ladder) after each message of `channel` in `messages`, the first of
+    them whole."""
+    rungs: list[dict[str, Any]] = []
+    found = []
+    for message in messages:
+        if message.get("channel") == channel:
+            rungs = apply_ladder(rungs, message)
+            found.append((message["tick"], rungs))
+    return found
+
+
 def port_of(server: Server) -> int:
     return int(server.url.rsplit(":", 1)[1])
 

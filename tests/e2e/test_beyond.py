@@ -235,9 +235,9 @@ def test_an_edge_serves_no_tenant_endpoint_and_knows_no_island_it_has_not_seen(
     assert edge.client.get("/api/admin/accounts/x").status_code == 404
     missing = edge.client.get("/api/market/stats", params={"island": "nowhere"})
     assert missing.status_code == 404
-    assert missing.json()["error"] == "not-found"
+    assert missing.json()["error"] == "unknown-island"
     with connect(ws_url(edge)) as ws:
         send(ws, {"op": "subscribe", "channels": ["stats:nowhere"], "id": 1})
         answer = recv(ws)
-        assert (answer["type"], answer["error"], answer["id"]) == ("error", "not-found", 1)
+        assert (answer["type"], answer["error"], answer["id"]) == ("error", "unknown-island", 1)
     assert json.loads(edge.client.get("/version").text)["version"]

@@ -1,11 +1,14 @@
 """The feed's AsyncAPI document against what the real server does: every message the server
-sends validates against the document's schema of it (no field left out, none unlisted), every
-message the document lists is sent, the frames the server accepts validate and those it refuses
-for their shape do not, and the close codes listed are the ones the server closes with."""
+sends validates against the document's schema of it (no field left out, none unlisted), a feed's
+ticks against the schema of the channel they name (found by its address and parameter, as a
+generated client finds it) and of no other, every message the document lists is sent, the
+frames the server accepts validate and those it refuses for their shape do not, and the close
+codes listed are the ones the server closes with."""
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import jsonschema_rs
@@ -33,7 +36,8 @@ ACCEPTED: list[dict[str, Any]] = [
     {"op": "ping"},
     {"op": "unsubscribe", "channels": ["rates:doc"], "id": -1},
     {"op": "unsubscribe", "channels": ["ladder:doc"]},
-    {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 2},
+    {"op": "snapshot", "channels": ["stats:doc"], "id": "again"},
+    {"op": "subscribe", "channels": ["stats:doc", "ladder:doc"], "from_tick": 2},
 ]
 """Frames the server answers without an error."""
 
@@ -50,6 +54,8 @@ REFUSED_FOR_SHAPE: list[Any] = [
     {"op": "subscribe", "channels": ["stats:doc"], "from_tick": -1},
     {"op": "subscribe", "channels": ["x" * 129]},
     {"op": "unsubscribe", "channels": "stats:doc"},
+    {"op": "snapshot"},
+    {"op": "snapshot", "channel": "stats:doc"},
     {"op": "auth"},
     {"op": "auth", "token": ""},
     {"op": "auth", "token": "t", "channels": ["cluster"]},
@@ -59,6 +65,7 @@ REFUSED_FOR_SHAPE: list[Any] = [
 REFUSED_FOR_STATE: list[dict[str, Any]] = [
     {"op": "subscribe", "channels": ["weather:doc"], "id": "w"},
     {"op": "subscribe", "channels": ["stats:atlantis"]},
+    {"op": "subscribe", "channels": ["stats:later"]},
     {"op": "subscribe", "channels": ["stats:doc"], "from_tick": 10**6},
     {"op": "auth", "token": "not-a-token"},
     {"op": "subscribe", "channels": ["cluster:doc-b"]},
@@ -68,10 +75,23 @@ earliest_tick, next_tick)."""
 
 
 def message_name(message: dict[str, Any]) -> str:
+    """The name the document gives a message: a feed's `<type>_<feed>`, else its type."""
     kind = message["type"]
     if kind in ("snapshot", "update"):
         return f"{kind}_{message['channel'].split(':')[0]}"
     return str(kind)
+
+
+def channel_of(document: dict[str, Any], name: str) -> str | None:
+    """The document's channel whose address a feed channel's name fits, its parameters filled
+    in (`stats:{island}` fits `stats:doc`), as a client generated from the document finds it."""
+    found = [
+        key
+        for key, channel in document["channels"].items()
+        if re.fullmatch(re.sub(r"\\\{(\w+)\\\}", "[^:]+", re.escape(channel["address"])), name)
+    ]
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 def gather(ws: ClientConnection, count: int) -> list[dict[str, Any]]:
@@ -94,20 +114,36 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
     document = ok(server.client.get("/schema/asyncapi.json"))
     assert document["servers"]["market"] == {
         "host": f"127.0.0.1:{port}",
+        "pathname": "/ws/market",
         "protocol": "ws",
         "description": "the service this document was served by",
     }
     channel = document["channels"]["market"]
     assert channel["servers"] == [{"$ref": "#/servers/market"}]
+    feeds = [name for name in document["channels"] if name != "market"]
+    assert feeds == ["ladder", "rates", "stats", "cluster"]
     schemas = {
         name: jsonschema_rs.Draft7Validator(message["payload"])
         for name, message in channel["messages"].items()
+    }
+    per_channel = {
+        (feed, kind): jsonschema_rs.Draft7Validator(message["payload"])
+        for feed in feeds
+        for kind, message in document["channels"][feed]["messages"].items()
     }
     client_names = [
         ref["$ref"].rsplit("/", 1)[1] for ref in document["operations"]["clientSends"]["messages"]
     ]
     server_names = [
         ref["$ref"].rsplit("/", 1)[1] for ref in document["operations"]["serverSends"]["messages"]
+    ]
+    feed_names = [
+        f"{kind}_{feed}"
+        for feed in feeds
+        for kind in (
+            ref["$ref"].rsplit("/", 1)[1]
+            for ref in document["operations"][f"{feed}Ticks"]["messages"]
+        )
     ]
 
     def fits_client_schema(frame: Any) -> bool:
@@ -122,17 +158,18 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
         received += gather(ws, 1 + 3)  # subscribed, three snapshots
         tick(server)
         received += gather(ws, 3)  # three updates
-        for frame in ACCEPTED[1:5]:
+        for frame in ACCEPTED[1:6]:
             send(ws, frame)
             received.append(recv(ws))
-        send(ws, ACCEPTED[5])
-        received += gather(ws, 1 + 1)  # subscribed, the replayed tick 2
+        send(ws, ACCEPTED[6])
+        received += gather(ws, 1 + 2)  # subscribed, the replayed tick 2 of each (whole)
         send(ws, authenticate)
         received.append(recv(ws))  # authenticated
         send(ws, {"op": "subscribe", "channels": ["cluster"]})
         received += gather(ws, 1 + 1)  # subscribed, the cluster's snapshot
         tick(server)
-        received += gather(ws, 2)  # the stats update, the cluster's
+        received += gather(ws, 3)  # the stats and ladder updates, the cluster's
+        make_island(server, "later", nodes=2)  # exists, has not ticked
         for frame in REFUSED_FOR_SHAPE + REFUSED_FOR_STATE:
             send(ws, frame)
             errors.append(recv(ws))
@@ -149,11 +186,24 @@ def test_the_asyncapi_document_matches_what_the_server_sends(start_server: Start
 
     for message in received:
         name = message_name(message)
+        if message["type"] in ("snapshot", "update"):
+            feed = channel_of(document, message["channel"])
+            assert feed is not None, message
+            mine = per_channel[feed, message["type"]]
+            problems = [str(error) for error in mine.iter_errors(message)]
+            assert not problems, (message, problems)
+            others = [f for f in feeds if f != feed]
+            assert not any(per_channel[f, message["type"]].is_valid(message) for f in others)
+            assert name in feed_names, name
+            continue
         assert name in server_names, name
         problems = [str(error) for error in schemas[name].iter_errors(message)]
         assert not problems, (message, problems)
+    # A ladder update came as its changes (live) and whole (the replay's first).
+    ladder_updates = [m for m in received if message_name(m) == "update_ladder"]
+    assert {"rungs" in m["data"] for m in ladder_updates} == {True, False}
     # Every listed message was sent, and every figure an error may carry was seen.
-    assert {message_name(m) for m in received} == set(server_names)
+    assert {message_name(m) for m in received} == {*server_names, *feed_names}
     listed = set(channel["messages"]["error"]["payload"]["properties"])
     assert set().union(*(m.keys() for m in errors)) == listed
     codes = {

@@ -19,6 +19,8 @@ from websockets.sync.client import connect
 
 from tests.conftest import Server, StartServer
 from tests.e2e.feed_client import (
+    apply_ladder,
+    ladders,
     port_of,
     read_until_close,
     recv,
@@ -83,6 +85,7 @@ def test_snapshot_then_one_update_per_tick_matching_the_rest_endpoints(
             rest(server, "/api/market/ladder", island="fe1"), "ladder:fe1", "snapshot"
         )
         assert stats["tick"] == first["tick"]
+        rungs = ladder["data"]["rungs"]
         for round_ in range(1, 6):
             # The lowest bidder outbids the others in turn: rates and the ladder move.
             ok(declare(server, clusters[2], 8, 3.5 + round_))
@@ -94,11 +97,17 @@ def test_snapshot_then_one_update_per_tick_matching_the_rest_endpoints(
             assert rest_stats == {key: answer[key] for key in rest_stats}
             assert updates["stats:fe1"] == as_update(rest_stats, "stats:fe1")
             rest_ladder = rest(server, "/api/market/ladder", island="fe1")
-            assert updates["ladder:fe1"] == as_update(rest_ladder, "ladder:fe1")
+            # The ladder's update carries its changes: applied, they make the REST ladder.
+            changes = updates["ladder:fe1"]
+            whole = as_update(rest_ladder, "ladder:fe1")
+            assert {**changes, "data": None} == {**whole, "data": None}
+            assert changes["data"]["reserve_price"] == whole["data"]["reserve_price"]
+            rungs = apply_ladder(rungs, changes)
+            assert rungs == rest_ladder["rungs"]
             assert rest_ladder["tick"] == expected_tick
         # `max_nodes` cuts the REST ladder short; the rungs are the feed's first ones.
         cut = rest(server, "/api/market/ladder", island="fe1", max_nodes=1)
-        assert cut["rungs"] == updates["ladder:fe1"]["data"]["rungs"][:1]
+        assert cut["rungs"] == rungs[:1]
 
 
 def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
@@ -111,7 +120,7 @@ def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
     live: list[dict[str, Any]] = []
     with connect(ws_url(server)) as watcher:
         subscribe(watcher, channels)
-        recv(watcher), recv(watcher)
+        snapshot = next(m for m in (recv(watcher), recv(watcher)) if m["channel"] == channels[1])
         with connect(ws_url(server)) as ws:
             subscribe(ws, channels)
             recv(ws), recv(ws)
@@ -128,10 +137,14 @@ def test_from_tick_after_a_disconnect_replays_exactly_what_went_out_live(
         with connect(ws_url(server)) as ws:
             subscribe(ws, channels, from_tick=last + 1)
             replayed = [recv(ws) for _ in range(2 * 3)]  # no snapshot: the missed ticks first
-            for channel in channels:
-                assert [m for m in replayed if m["channel"] == channel] == [
-                    m for m in live[2:] if m["channel"] == channel
-                ]
+            assert [m for m in replayed if m["channel"] == "stats:fe2"] == [
+                m for m in live[2:] if m["channel"] == "stats:fe2"
+            ]
+            # The ladder: its replay's first update whole, then its changes, the same ladders
+            # tick by tick as went out live (changes since the watcher's snapshot).
+            assert "rungs" in next(m for m in replayed if m["channel"] == "ladder:fe2")["data"]
+            went_out = ladders([snapshot, *live], "ladder:fe2")[-3:]
+            assert ladders(replayed, "ladder:fe2") == went_out
             # Then live again, gap-free.
             tick(server)
             assert {(m["channel"], m["tick"]) for m in (recv(ws), recv(ws))} == {
@@ -213,7 +226,7 @@ GARBAGE: list[tuple[Any, str, str]] = [
     ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": -5}, "invalid", "from_tick"),
     ({"op": "subscribe", "channels": ["stats:fe3"], "from_tick": 10**9}, "invalid", "from_tick"),
     ({"op": "subscribe", "channels": ["nonsense"]}, "invalid", "channels"),
-    ({"op": "subscribe", "channels": ["stats:no-such-island"]}, "not-found", ""),
+    ({"op": "subscribe", "channels": ["stats:no-such-island"]}, "unknown-island", ""),
     ({"op": "launch"}, "invalid", "op"),
     ("{" * 10_000, "invalid", "frame"),
 ]
@@ -281,7 +294,8 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
     wide_server: Server,
 ) -> None:
     server = wide_server
-    # Four islands of 600 idle nodes: each tick is four ~52 kB ladders plus stats, so the slow
+    # Four islands of 600 idle nodes, their reserve moving: each tick is four ~52 kB ladders
+    # (every rung changed) plus stats, so the slow
     # client's socket buffers (some 3 MB on loopback) fill within a few ticks and its backlog
     # right after.
     islands = [f"big{n}" for n in range(4)]
@@ -297,6 +311,11 @@ def test_a_slow_consumer_is_closed_4008_while_a_fast_one_keeps_receiving(
             subscribe(fast, channels)
             assert [recv(fast)["tick"] for _ in channels] == [1] * len(channels)
             for number in range(2, 400):
+                # a new reserve moves every rung: each ladder update carries all 600
+                for island in islands:
+                    body = {"reserve_price": 1 + number / 1000}
+                    path = f"/api/admin/islands/{island}"
+                    ok(server.client.put(path, json=body, headers=server.operator()))
                 tick(server)
                 got = [recv(fast) for _ in channels]
                 assert {(m["type"], m["tick"]) for m in got} == {("update", number)}
@@ -414,9 +433,8 @@ def test_the_market_endpoints_are_in_openapi_and_the_feed_in_asyncapi(
         assert "get" in openapi["paths"][path], path
     asyncapi = ok(shared_server.client.get("/schema/asyncapi.json"))
     assert asyncapi["channels"]["market"]["address"] == "/ws/market"
-    assert {"snapshot_stats", "update_ladder", "heartbeat", "error"} <= set(
-        asyncapi["channels"]["market"]["messages"]
-    )
+    assert {"heartbeat", "error"} <= set(asyncapi["channels"]["market"]["messages"])
+    assert set(asyncapi["channels"]["ladder"]["messages"]) == {"snapshot", "update"}
 
 
 def test_after_a_restart_the_feed_resumes_from_the_store(
@@ -429,7 +447,7 @@ def test_after_a_restart_the_feed_resumes_from_the_store(
     with connect(ws_url(first)) as ws:
         tick(first)
         subscribe(ws, ["stats:fe6", "ladder:fe6"])
-        recv(ws), recv(ws)
+        snapshots = [recv(ws), recv(ws)]
         for _ in range(3):
             tick(first)
             live += [recv(ws), recv(ws)]
@@ -442,7 +460,13 @@ def test_after_a_restart_the_feed_resumes_from_the_store(
     with connect(ws_url(second)) as ws:
         subscribe(ws, ["stats:fe6", "ladder:fe6"], from_tick=2)
         got = [recv(ws) for _ in live]
-        assert got == sorted(live, key=lambda m: (m["channel"] != "stats:fe6", m["tick"]))
+        order = sorted(live, key=lambda m: (m["channel"] != "stats:fe6", m["tick"]))
+        assert [(m["channel"], m["tick"]) for m in got] == [
+            (m["channel"], m["tick"]) for m in order
+        ]
+        assert [m for m in got if m["channel"] == "stats:fe6"] == order[:3]
+        # the ladder replayed from the store: the same ladders as went out live
+        assert ladders(got, "ladder:fe6") == ladders([*snapshots, *live], "ladder:fe6")[1:]
         assert got[-1]["tick"] == before["tick"]
         answer = tick(second, island="fe6")
         assert answer["tick"] == before["tick"] + 1

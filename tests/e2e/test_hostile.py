@@ -339,6 +339,13 @@ def test_a_text_frame_that_is_not_utf8_is_closed_1007_with_one_refused_line(
     assert refused[0].startswith("REFUSED reason=invalid cluster=- field=frame "), refused
 
 
+def test_metrics_name_their_charset_once(shared_server: Server) -> None:
+    for accept in ("", "application/openmetrics-text; version=1.0.0"):
+        answer = shared_server.client.get("/metrics", headers={"Accept": accept})
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].count("charset=") == 1, accept
+
+
 def test_metrics_for_an_accept_header_it_cannot_read_are_the_text_format(
     shared_server: Server,
 ) -> None:

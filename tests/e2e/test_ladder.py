@@ -11,7 +11,7 @@ from typing import Any
 from tests.conftest import StartServer
 from tests.e2e.support import declare, make_account, make_cluster, make_island, ok, tick, when
 
-WINDOWS_HOLD = "protection windows hold the nodes until contestable_at"
+WINDOWS_HOLD = "windows-hold"
 
 
 def ladder(server: Any, island: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import pytest
 from websockets.sync.client import connect
 
 from burstmarket.store.database import MIGRATIONS
-from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, Server, StartServer, free_port
+from tests.conftest import BURSTMARKET, OPERATOR_TOKEN, Server, StartServer, free_port, records
 from tests.e2e.support import (
     Scrape,
     bearer,
@@ -59,6 +59,15 @@ def test_health_readiness_version_and_banner_on_the_manual_clock(server: Server)
     assert "real time" not in pace
     # then the engine, compiled before the first tick
     assert engine.startswith("auction engine compiled before the first tick in ")
+
+
+def test_the_banner_comes_first_and_the_store_migrates_in_one_line_after(server: Server) -> None:
+    lines = records(server.log())
+    assert [name for name, _ in lines[:3]] == ["burstmarket.serve"] * 3, lines[:5]
+    assert lines[0][1].startswith("burstmarket ")
+    migrating = [message for _, message in lines if message.startswith("store: migrating")]
+    assert len(migrating) == 1, lines
+    assert migrating[0].endswith(f"from schema 0 to {len(MIGRATIONS)}")
 
 
 @pytest.fixture(scope="module")

@@ -53,10 +53,10 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
     ("path", "params", "status", "code", "field"),
     [
         ("/api/market/stats", {}, 422, "invalid", "island"),
-        ("/api/market/stats", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/stats", {"island": "atlantis"}, 404, "unknown-island", None),
         ("/api/market/ladder", {"island": "east", "max_nodes": "two"}, 422, "invalid", "max_nodes"),
         ("/api/market/ladder", {"island": "east", "max_nodes": "-1"}, 422, "invalid", "max_nodes"),
-        ("/api/market/series", {"island": "atlantis"}, 404, "not-found", None),
+        ("/api/market/series", {"island": "atlantis"}, 404, "unknown-island", None),
         ("/api/market/series", {"island": "east", "interval": "2m"}, 422, "invalid", "interval"),
         ("/api/market/series", {"island": "east", "format": "xml"}, 422, "invalid", "format"),
         ("/api/market/series", {"island": "east", "limit": "0"}, 422, "invalid", "limit"),
@@ -134,6 +134,17 @@ def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
     return events
 
 
+def test_series_csv_spells_booleans_as_json_does_under_one_charset(server: FeedServer) -> None:
+    run_market(server, 40)
+    params = {"island": "east", "interval": "1m", "start": "2025-03-31T23:00:00Z"}
+    candles = get(server, "/api/market/series", **params).json()
+    response = get(server, "/api/market/series", **params, format="csv")
+    assert response.headers["content-type"] == "text/csv; charset=utf-8"
+    closed = [row["closed"] for row in csv.DictReader(io.StringIO(response.text))]
+    assert closed == ["true" if candle["closed"] else "false" for candle in candles]
+    assert set(closed) == {"true", "false"}  # the latest bucket is still open
+
+
 def test_series_candles_as_json_csv_and_arrow(server: FeedServer) -> None:
     events = run_market(server, 40)
     expected = expected_candles(events, 60)
@@ -201,12 +212,19 @@ def test_series_reads_history_and_live_rows_without_counting_twice(
 def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) -> None:
     doc = get(server, "/schema/asyncapi.json").json()
     assert doc["asyncapi"] == "3.0.0"
-    channel = doc["channels"]["market"]
-    assert channel["address"] == "/ws/market"
+    assert doc["channels"]["market"]["address"] == "/ws/market"
     for name in ("stats", "ladder", "rates"):
-        update = channel["messages"][f"update_{name}"]["payload"]
+        channel = doc["channels"][name]
+        assert channel["address"] == f"{name}:{{island}}"
+        assert set(channel["parameters"]) == {"island"}
+        update = channel["messages"]["update"]["payload"]
         assert update["properties"]["channel"]["pattern"] == f"^{name}:.+$"
-    stats = channel["messages"]["snapshot_stats"]["payload"]["properties"]["data"]
+        sent = doc["operations"][f"{name}Ticks"]["messages"]
+        assert [m["$ref"] for m in sent] == [
+            f"#/channels/{name}/messages/snapshot",
+            f"#/channels/{name}/messages/update",
+        ]
+    stats = doc["channels"]["stats"]["messages"]["snapshot"]["payload"]["properties"]["data"]
     assert list(stats["properties"]) == [
         "vwap",
         "min",
@@ -217,4 +235,4 @@ def test_asyncapi_document_describes_every_declared_channel(server: FeedServer) 
         "reserve_price",
     ]
     sent = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["serverSends"]["messages"]}
-    assert {"subscribed", "error", "heartbeat", "update_ladder"} <= sent
+    assert {"subscribed", "error", "heartbeat"} <= sent

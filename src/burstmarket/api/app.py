@@ -8,7 +8,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
@@ -85,12 +85,15 @@ def _lost(island: str) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def create_app(settings: Settings) -> Litestar:
+def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -> Litestar:
+    """The market's app. `opening` is called once its islands' leases are in hand, right before
+    the store opens (and migrates): `serve` says its banner there, the log's first lines."""
     # With --islands, the leases first: a process refused them never opens the store (which
     # the owner may hold, on shared storage).
     leases = None
     if settings.bus is not None and settings.islands is not None:
         leases = _leases(settings, settings.islands)
+    opening()
     try:
         db = Database(settings.database_path, settings.checkpoint_bytes)
     except Exception:

@@ -78,7 +78,9 @@ def probes(
     async def scrape(accept: AcceptHeader = "") -> Response[bytes]:
         """Every metric (metrics.py), in the text format the scraper accepts."""
         body, content_type = metrics.exposition(accept)
-        return Response(body, media_type=content_type)
+        # As a header: litestar adds a charset of its own to a text/ media type, and this one
+        # has its charset already.
+        return Response(body, headers={"content-type": content_type})
 
     return [healthz, readyz, version, scrape]
 

@@ -1,5 +1,7 @@
 """The feed's AsyncAPI 3.0 document, built from the feed catalog and the client frames' limits
-(so it never drifts from them).
+(so it never drifts from them): the websocket's own channel (`market`: the client's frames,
+the answers, heartbeats, close codes), and one channel per feed (`stats:{island}`, ...) with
+its parameter and its snapshot and update messages.
 
 Every message lists every field it can carry and nothing else (`additionalProperties: false`),
 the `error` message its codes and figures, and the channel its close codes (`x-close-codes`,
@@ -11,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from burstmarket import __version__
-from burstmarket.errors import Forbidden, Invalid, NotFound, Unauthorized
-from burstmarket.feed.catalog import FeedSpec
+from burstmarket.errors import Forbidden, Invalid, NotTickedYet, Unauthorized, UnknownIsland
+from burstmarket.feed.catalog import ISLAND_PLACEHOLDER, Delta, FeedSpec
 from burstmarket.feed.hub import SLOW_CONSUMER
 from burstmarket.feed.private import SCHEMA as CLUSTER_SCHEMA
 from burstmarket.feed.protocol import (
@@ -25,6 +27,10 @@ from burstmarket.feed.protocol import (
 )
 
 HEARTBEAT_SECONDS = 5.0
+ISLAND_PARAMETER = ISLAND_PLACEHOLDER.strip("{}")
+
+Channel = tuple[str, dict[str, Any], dict[str, dict[str, Any]]]
+"""A channel of the document: its name, the channel, and the operations on it by name."""
 
 _TIME = {"type": "string", "format": "date-time", "description": "RFC 3339, UTC"}
 _TICK = {"type": "integer", "minimum": 0}
@@ -44,14 +50,16 @@ _CHANNELS = {
 
 ERROR_CODES = {
     Invalid.code: "a malformed frame or out-of-range value; `field` names it",
-    NotFound.code: "a channel of an island that has not ticked (`island`)",
+    UnknownIsland.code: "a channel of an island that does not exist (`island`)",
+    NotTickedYet.code: "a channel of an island that has not ticked yet (`island`)",
     Unauthorized.code: f"an unknown token, or `{CLUSTER_CHANNEL}` before `auth`",
     Forbidden.code: f"another cluster's channel (`{CLUSTER_CHANNEL}:<id>`), a second cluster "
     "on one socket, or `auth` on a feed edge",
 }
 """The refusals the feed answers with (feed/service.py and feed/private.py raise no others)."""
-EDGE_CODES = (Invalid.code, NotFound.code, Forbidden.code)
-"""Those of a feed edge, which serves no cluster's channel."""
+EDGE_CODES = (Invalid.code, UnknownIsland.code, Forbidden.code)
+"""Those of a feed edge, which knows only the islands on the bus and serves no cluster's
+channel."""
 
 ERROR_FIGURES: dict[str, dict[str, Any]] = {
     "field": {
@@ -59,7 +67,7 @@ ERROR_FIGURES: dict[str, dict[str, Any]] = {
         "description": "the field at fault (`invalid`): `frame` when "
         "the frame is not a JSON object, else op, channels, from_tick or id",
     },
-    "channel": {"type": "string", "description": "the unknown or forbidden channel"},
+    "channel": {"type": "string", "description": "the channel refused (unknown, forbidden, ...)"},
     "island": {"type": "string", "description": "the island the refusal is about"},
     "earliest_tick": {**_TICK, "description": "the oldest tick `from_tick` may name now"},
     "next_tick": {**_TICK, "description": "the tick after the island's latest"},
@@ -88,10 +96,11 @@ def close_codes(backlog: int, ping_seconds: float) -> dict[str, dict[str, str]]:
     }
 
 
-def servers(host: str, secure: bool) -> dict[str, Any]:
+def servers(host: str, path: str, secure: bool) -> dict[str, Any]:
     return {
         "market": {
             "host": host,
+            "pathname": path,
             "protocol": "wss" if secure else "ws",
             "description": "the service this document was served by",
         }
@@ -124,64 +133,158 @@ def _reply(kind: str, summary: str, **fields: Any) -> dict[str, Any]:
     )
 
 
-def _tick_message(kind: str, spec: FeedSpec, summary: str) -> dict[str, Any]:
-    channel = {"type": "string", "pattern": "^" + spec.channel.replace("{island}", ".+") + "$"}
-    return _message(f"{kind}_{spec.name}", summary, _tick(kind, channel, spec.schema))
-
-
-def _tick(kind: str, channel: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    return _obj(
-        {
-            "type": {"const": kind},
-            "channel": channel,
-            "tick": {**_TICK, "description": "gap-free per island"},
-            "time": _TIME,
-            "data": {"type": "object", "properties": data, "required": list(data)},
-        }
+def _feed_message(kind: str, spec: FeedSpec, summary: str, data: dict[str, Any]) -> dict[str, Any]:
+    return _message(
+        f"{kind}_{spec.name}",
+        summary,
+        _obj(
+            {
+                "type": {"const": kind},
+                "channel": {
+                    "type": "string",
+                    "pattern": "^" + spec.channel.replace(ISLAND_PLACEHOLDER, ".+") + "$",
+                },
+                "tick": {**_TICK, "description": "gap-free per island"},
+                "time": _TIME,
+                "data": data,
+                "id": {**_ID, "description": "on a snapshot answering a `snapshot` frame"},
+            },
+            optional=("id",),
+        ),
     )
 
 
-def _cluster_messages() -> dict[str, dict[str, Any]]:
-    """The answer to `auth` and the cluster's own channel's messages."""
-    channel = {"const": CLUSTER_CHANNEL}
+def _whole(spec: FeedSpec) -> dict[str, Any]:
+    """A row's `data` as a whole: every key of the feed's row."""
+    return {
+        "type": "object",
+        "properties": spec.schema,
+        "required": list(spec.schema),
+        "additionalProperties": False,
+    }
+
+
+def _changes(spec: FeedSpec, delta: Delta) -> dict[str, Any]:
+    """A row's `data` as the change since the tick before (catalog.Delta)."""
+    item = spec.schema[delta.field]["items"]
+    others = {name: kind for name, kind in spec.schema.items() if name != delta.field}
+    properties = {
+        **others,
+        "changed": {
+            "type": "array",
+            "items": item,
+            "description": f"the items of `{delta.field}` new or changed since the tick "
+            f"before, each whole, ordered by `{delta.key}`",
+        },
+        "removed": {
+            "type": "array",
+            "items": item["properties"][delta.key],
+            "description": f"the `{delta.key}` of each item of `{delta.field}` gone since the "
+            "tick before",
+        },
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def feed_channel(spec: FeedSpec) -> Channel:
+    """One feed's channel, `<feed>:{island}`, and the operation that sends its ticks."""
+    update = _whole(spec)
+    how = "One per tick"
+    if spec.delta is not None:
+        update = {"oneOf": [_changes(spec, spec.delta), update]}
+        how = (
+            f"One per tick, as the change since the tick before (`changed`, `removed` in place "
+            f"of `{spec.delta.field}`); whole (with `{spec.delta.field}`) when the client may "
+            "not have the tick before: the first update of a replay, the first after the "
+            "service started"
+        )
+    channel = {
+        "address": spec.channel,
+        "title": spec.name,
+        "description": f"{spec.description} Subscribed to on the `market` channel's socket.",
+        "parameters": {ISLAND_PARAMETER: {"description": "an island's id"}},
+        "messages": {
+            "snapshot": _feed_message(
+                "snapshot",
+                spec,
+                "The latest tick, whole: first on a subscribe without from_tick, and the "
+                "answer to a `snapshot` frame.",
+                _whole(spec),
+            ),
+            "update": _feed_message(
+                "update",
+                spec,
+                f"{how}; with from_tick, the replayed ticks first, then live: each tick once, "
+                "in order.",
+                update,
+            ),
+        },
+    }
+    ref = f"#/channels/{spec.name}"
+    operation = {
+        "action": "send",
+        "channel": {"$ref": ref},
+        "messages": [{"$ref": f"{ref}/messages/{name}"} for name in ("snapshot", "update")],
+    }
+    return spec.name, channel, {f"{spec.name}Ticks": operation}
+
+
+def cluster_channel() -> Channel:
+    """The authenticated cluster's own channel, `cluster`, and the operation sending its ticks."""
     what = (
         "The authenticated cluster's own row of a tick of its island: what it holds, what "
         "waits and why, its rate, and what happened to it at the tick."
     )
-    return {
-        "authenticated": _reply(
-            "authenticated",
-            f"The socket is the cluster's: it may subscribe `{CLUSTER_CHANNEL}`",
-            cluster={"type": "string"},
-        ),
-        "snapshot_cluster": _message(
-            "snapshot_cluster",
-            f"{what} The latest tick, first on a subscribe (the next tick's, if the island "
-            "has not ticked since the service started).",
-            _tick("snapshot", channel, CLUSTER_SCHEMA),
-        ),
-        "update_cluster": _message(
-            "update_cluster",
-            f"{what} One per tick of the cluster's island; not replayed (no from_tick).",
-            _tick("update", channel, CLUSTER_SCHEMA),
-        ),
+    data = {"type": "object", "properties": CLUSTER_SCHEMA, "required": list(CLUSTER_SCHEMA)}
+
+    def tick(kind: str, summary: str) -> dict[str, Any]:
+        payload = {
+            "type": {"const": kind},
+            "channel": {"const": CLUSTER_CHANNEL},
+            "tick": {**_TICK, "description": "gap-free per island"},
+            "time": _TIME,
+            "data": data,
+        }
+        return _message(f"{kind}_cluster", f"{what} {summary}", _obj(payload))
+
+    channel = {
+        "address": CLUSTER_CHANNEL,
+        "title": "cluster",
+        "description": "After `auth` with a cluster token, on the `market` channel's socket.",
+        "messages": {
+            "snapshot": tick(
+                "snapshot",
+                "The latest tick, first on a subscribe (the next tick's, if the island has "
+                "not ticked since the service started).",
+            ),
+            "update": tick(
+                "update", "One per tick of the cluster's island; not replayed (no from_tick)."
+            ),
+        },
     }
+    ref = "#/channels/cluster"
+    operation = {
+        "action": "send",
+        "channel": {"$ref": ref},
+        "messages": [{"$ref": f"{ref}/messages/{name}"} for name in ("snapshot", "update")],
+    }
+    return "cluster", channel, {"clusterTicks": operation}
 
 
-def document(
-    specs: tuple[FeedSpec, ...],
-    path: str,
-    *,
-    backlog: int,
-    ping_seconds: float,
-    private: bool = True,
-) -> dict[str, Any]:
-    """The document; its `servers` is filled in for each request (`servers()`). `private`:
-    the server serves the clusters' own channel (a feed edge does not: it refuses `auth`)."""
+def market_channel(
+    specs: tuple[FeedSpec, ...], path: str, *, backlog: int, ping_seconds: float, private: bool
+) -> Channel:
+    """The websocket itself: the client's frames, the server's answers and heartbeats, and the
+    codes the server closes it with; the feeds' ticks are on their own channels."""
     client = {
         "subscribe": _message(
             "subscribe",
-            "Join channels",
+            "Join channels; each channel is joined or refused on its own",
             _obj(
                 {
                     "op": {"const": "subscribe"},
@@ -204,6 +307,11 @@ def document(
             _obj(
                 {"op": {"const": "unsubscribe"}, "channels": _CHANNELS, "id": _ID}, optional=("id",)
             ),
+        ),
+        "snapshot": _message(
+            "snapshot",
+            "Ask for the latest tick of subscribed channels, whole",
+            _obj({"op": {"const": "snapshot"}, "channels": _CHANNELS, "id": _ID}, optional=("id",)),
         ),
         "ping": _message(
             "ping", "Ask for a pong", _obj({"op": {"const": "ping"}, "id": _ID}, optional=("id",))
@@ -232,7 +340,7 @@ def document(
         "pong": _reply("pong", "Answer to ping", time=_TIME),
         "error": _message(
             "error",
-            f"A refused frame; the connection stays open. {codes}.",
+            f"A refused frame, or one channel of it; the connection stays open. {codes}.",
             _obj(
                 {
                     "type": {"const": "error"},
@@ -265,59 +373,76 @@ def document(
             ),
         ),
     }
-    for spec in specs:
-        server[f"snapshot_{spec.name}"] = _tick_message(
-            "snapshot",
-            spec,
-            f"{spec.description} The latest tick, first on a subscribe without from_tick.",
-        )
-        server[f"update_{spec.name}"] = _tick_message(
-            "update",
-            spec,
-            f"{spec.description} One per tick; with from_tick, the replayed "
-            "ticks first, then live: each tick once, in order.",
-        )
     if private:
-        server.update(_cluster_messages())
-    ref = "#/channels/market/messages/"
+        server["authenticated"] = _reply(
+            "authenticated",
+            f"The socket is the cluster's: it may subscribe `{CLUSTER_CHANNEL}`",
+            cluster={"type": "string"},
+        )
+    channel = {
+        "address": path,
+        "title": "market",
+        "description": "The one websocket: every feed's channel ("
+        + ", ".join(f"`{spec.channel}`" for spec in specs)
+        + ") is subscribed to and sent over it.",
+        "servers": [{"$ref": "#/servers/market"}],
+        "messages": {**client, **server},
+        "x-close-codes": close_codes(backlog, ping_seconds),
+    }
+    ref = "#/channels/market"
+    operations = {
+        "clientSends": {
+            "action": "receive",
+            "channel": {"$ref": ref},
+            "messages": [{"$ref": f"{ref}/messages/{name}"} for name in client],
+        },
+        "serverSends": {
+            "action": "send",
+            "channel": {"$ref": ref},
+            "messages": [{"$ref": f"{ref}/messages/{name}"} for name in server],
+        },
+    }
+    return "market", channel, operations
+
+
+def document(
+    specs: tuple[FeedSpec, ...],
+    path: str,
+    *,
+    backlog: int,
+    ping_seconds: float,
+    private: bool = True,
+) -> dict[str, Any]:
+    """The document; its `servers` is filled in for each request (`servers()`). Each channel
+    comes from a function of its own (`market_channel`, `feed_channel`, `cluster_channel`): a
+    new channel is one more function and one more entry here. `private`: the server serves the
+    clusters' own channel (a feed edge does not: it refuses `auth`)."""
+    built = [
+        market_channel(specs, path, backlog=backlog, ping_seconds=ping_seconds, private=private),
+        *(feed_channel(spec) for spec in specs),
+        *([cluster_channel()] if private else []),
+    ]
     return {
         "asyncapi": "3.0.0",
         "info": {
             "title": "burstmarket market feed",
             "version": __version__,
             "description": (
-                "Public, read-only market data over one websocket. Channels: "
-                + ", ".join(f"`{spec.channel}`" for spec in specs)
+                "Public, read-only market data over one websocket (the `market` channel). "
+                "Feeds: " + ", ".join(f"`{spec.channel}`" for spec in specs) + ", one "
+                "channel each"
                 + (
                     f"; after `auth` with a cluster token, its own `{CLUSTER_CHANNEL}`"
                     if private
                     else ""
                 )
-                + f". A subscriber that falls behind ({backlog} messages held, or a keepalive "
-                f"ping unanswered for {ping_seconds:g} s) is closed with code 4008 "
+                + f". A subscriber that falls behind ({backlog} messages held, or a "
+                f"keepalive ping unanswered for {ping_seconds:g} s) is closed with code 4008 "
                 "`slow-consumer` and may resubscribe with `from_tick`."
             ),
         },
         "servers": {},
         "defaultContentType": "application/json",
-        "channels": {
-            "market": {
-                "address": path,
-                "servers": [{"$ref": "#/servers/market"}],
-                "messages": {**client, **server},
-                "x-close-codes": close_codes(backlog, ping_seconds),
-            }
-        },
-        "operations": {
-            "clientSends": {
-                "action": "receive",
-                "channel": {"$ref": "#/channels/market"},
-                "messages": [{"$ref": ref + name} for name in client],
-            },
-            "serverSends": {
-                "action": "send",
-                "channel": {"$ref": "#/channels/market"},
-                "messages": [{"$ref": ref + name} for name in server],
-            },
-        },
+        "channels": {name: channel for name, channel, _ in built},
+        "operations": {key: op for _, _, ops in built for key, op in ops.items()},
     }

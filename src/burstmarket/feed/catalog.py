@@ -17,6 +17,9 @@ its row's Struct in contract.py (`FEED_ROWS`):
     [trim]                          # optional: `?<param>=n` keeps the first n items of <field>
     param = "max_nodes"
     field = "rungs"
+    [delta]                         # optional: an update carries the items of <field> that
+    field = "rungs"                 #   changed since the tick before, each whole, and the
+    key = "nodes"                   #   <key> of those gone (`Delta`)
 
 A tick's event carries the rows the tick computed (`TickCommitted.rows`); a feed whose row is
 not among them is read back from the store by its SQL after each tick (feed/feed.py).
@@ -50,6 +53,29 @@ class Trim:
 
 
 @dataclass(frozen=True, slots=True)
+class Delta:
+    """How an `update` of a feed carries one list of its `data` (docs/api.md "The feed"): the
+    items that are new or changed since the channel's tick before (`changed`, each item whole,
+    whatever its fields) and the keys of the items gone (`removed`), in place of the list. The
+    list is ordered by `key`, so the whole list is the old one, less `removed`, with `changed`
+    put in by key."""
+
+    field: str
+    key: str
+
+    def between(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """`after`'s data as an update following `before`'s carries it."""
+        old = {item[self.key]: item for item in before[self.field]}
+        new = after[self.field]
+        kept = {item[self.key] for item in new}
+        return {
+            **{name: value for name, value in after.items() if name != self.field},
+            "changed": [item for item in new if old.get(item[self.key]) != item],
+            "removed": [key for key in old if key not in kept],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class FeedSpec:
     name: str
     channel: str
@@ -60,6 +86,7 @@ class FeedSpec:
     replay_seconds: int
     description: str = ""
     trim: Trim | None = None
+    delta: Delta | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -153,6 +180,7 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
     raw = tomllib.loads(text)
     try:
         trim = raw.get("trim")
+        delta = raw.get("delta")
         spec = FeedSpec(
             name=raw["name"],
             channel=raw["channel"],
@@ -162,6 +190,7 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
             replay_seconds=int(raw["replay_seconds"]),
             description=raw.get("description", ""),
             trim=Trim(param=trim["param"], field=trim["field"]) if trim else None,
+            delta=Delta(field=delta["field"], key=delta["key"]) if delta else None,
         )
     except KeyError as exc:
         if "row" in raw and raw["row"] not in ROWS:
@@ -177,6 +206,8 @@ def parse_spec(text: str, origin: str) -> FeedSpec:
         raise ValueError(f"{origin}: the row must have a field past {', '.join(ENVELOPE)}")
     if spec.trim and spec.trim.field not in spec.fields:
         raise ValueError(f"{origin}: trim field {spec.trim.field!r} is not in fields")
+    if spec.delta and spec.delta.field not in spec.fields:
+        raise ValueError(f"{origin}: delta field {spec.delta.field!r} is not in fields")
     sql(spec.sql)  # a declaration naming a missing SQL file fails at load, not at first use
     return spec
 

@@ -60,6 +60,11 @@ class BusSource:
                 continue
             return latest.tick + 1 if oldest is None else oldest
 
+    async def exists(self, island: str) -> bool:
+        """An edge knows the islands on the bus, which are those that have ticked: any other
+        is `unknown-island` here (docs/api.md "Beyond one machine")."""
+        return False
+
 
 class Edge:
     def __init__(self, url: str, options: FeedOptions) -> None:
@@ -72,6 +77,8 @@ class Edge:
         """channel -> the last tick published here."""
         self._islands: dict[str, str] = {}
         """channel -> its island."""
+        self._specs: dict[str, FeedSpec] = {}
+        """channel -> its feed."""
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -127,9 +134,10 @@ class Edge:
             latest = await self.bus.latest(channel, island)
             if latest is not None:
                 self._islands[channel] = island
+                self._specs[channel] = spec
                 self._publish(latest)
 
     def _publish(self, row: Row) -> None:
         self._after[row.channel] = row.tick
         self.service.note(row.island, row.tick, datetime.fromisoformat(row.time))
-        self.service.publish(row)
+        self.service.publish(row, self._specs[row.channel])

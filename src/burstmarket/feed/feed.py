@@ -22,7 +22,7 @@ from litestar.params import QueryParameter
 
 from burstmarket.apidoc import MARKET_DATA, TimeQuery, documented, refusals
 from burstmarket.contract import Candle
-from burstmarket.errors import Invalid, NotFound, StoreUnavailable
+from burstmarket.errors import Invalid, NotTickedYet, StoreUnavailable, UnknownIsland
 from burstmarket.events import TickCommitted
 from burstmarket.feed import series
 from burstmarket.feed.bus import Bus, stop
@@ -67,6 +67,9 @@ class StoreSource:
     async def replay_floor(self, spec: FeedSpec, island: str, latest: Row) -> int:
         window = timedelta(seconds=spec.replay_seconds)
         return await asyncio.to_thread(self.reader.replay_floor, island, latest, window)
+
+    async def exists(self, island: str) -> bool:
+        return bool(await asyncio.to_thread(self.reader.query, "island", {"island": island}))
 
 
 class Feed:
@@ -159,7 +162,7 @@ class Feed:
             self._history_kick.set()
 
     def _publish(self, spec: FeedSpec, row: Row) -> None:
-        self.service.publish(row)
+        self.service.publish(row, spec)
         if self._publisher is not None:
             self._publisher.offer(spec, row)
 
@@ -209,7 +212,7 @@ class Feed:
             ] = series.DEFAULT_LIMIT,
             output: Annotated[series.Format, QueryParameter(name="format")] = "json",
         ) -> Response[list[Candle]]:
-            _, latest = self.service.island(island)
+            _, latest = await self.service.island(island)
             query = series.SeriesQuery.of(island, latest, interval, limit, output, start, end)
 
             def run() -> bytes:
@@ -217,7 +220,9 @@ class Feed:
                 return series.render(table, query.format)
 
             body = await asyncio.to_thread(run)
-            return Response(body, media_type=series.FORMATS[query.format])  # type: ignore[arg-type]
+            # As a header: the CSV type names its charset, which litestar would add again.
+            headers = {"content-type": series.FORMATS[query.format]}
+            return Response(body, headers=headers)  # type: ignore[arg-type]
 
         also = {
             series.FORMATS["csv"]: "the candles as CSV: " + ",".join(series.COLUMNS),
@@ -228,7 +233,7 @@ class Feed:
             name="market-series",
             summary="Candles",
             description="Candles of the per-tick vwap.",
-            responses=refusals(Invalid, NotFound, StoreUnavailable),
+            responses=refusals(Invalid, UnknownIsland, NotTickedYet, StoreUnavailable),
             tags=[MARKET_DATA],
             operation_class=documented(also=also),
         )(handler)

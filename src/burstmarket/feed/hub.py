@@ -13,6 +13,10 @@ of the channel wait behind it; once the store has nothing newer, the waiting row
 the channel is live. A tick committed while the replay is read is either in the read or among
 the waiting rows (a tick is published only after it commits), so the seam has no gap.
 
+A feed with a delta (the ladder) sends each `update` as the change since the tick before
+(feed/messages.py), which a subscriber has, as its ticks come gap-free; the first update of a
+replay goes whole instead, since the client may have nothing of the channel yet.
+
 Every frame a subscriber is owed (live updates, snapshots, replayed ticks, answers) counts
 against one budget of `budget` frames held for it; a subscriber that would go past it is
 closed with 4008 `slow-consumer` (it may come back with `from_tick`). A replay is never loaded
@@ -78,6 +82,8 @@ class Subscriber:
         self._replays: dict[str, _Replay] = {}
         self._sent: dict[str, int] = {}
         """The last tick of each channel handed to the socket or queued for it."""
+        self._whole: set[str] = set()
+        """Channels whose next update goes whole (a replay's first): not as a change."""
         self._awaiting: set[str] = set()
         """Channels subscribed before they had any row: the first one goes as the snapshot."""
         self._loop = asyncio.get_running_loop()
@@ -132,24 +138,26 @@ class Subscriber:
         replay = self._replays.get(row.key)
         if replay is None:
             if self._forward(row):
-                self.offer(row.update)
+                self.offer(self._frame(row))
         elif self.held >= self._budget:
             self._overflow()
         else:
             replay.waiting.append(row)
 
-    def start(self, latest: Row, from_tick: int | None) -> None:
+    def start(self, latest: Row, from_tick: int | None, snapshot: bytes | None = None) -> None:
         """(Re)subscribe to `latest.key`, replacing whatever replay of it was under way.
-        Without `from_tick`: its snapshot (`latest`) now, then the live ticks after it. With
-        it: the ticks from_tick … latest from the store as the socket takes them, as updates,
-        then the live ones; no snapshot."""
+        Without `from_tick`: its snapshot (`latest`, or the frame `snapshot` of it) now, then
+        the live ticks after it. With it: the ticks from_tick … latest from the store as the
+        socket takes them, as updates, then the live ones; no snapshot."""
         channel = latest.key
         self._replays.pop(channel, None)
         self._awaiting.discard(channel)
         if from_tick is None:
+            self._whole.discard(channel)
             self._sent[channel] = latest.tick
-            self.offer(latest.snapshot)
+            self.offer(latest.snapshot if snapshot is None else snapshot)
         elif not self.closed:
+            self._whole.add(channel)
             self._sent[channel] = from_tick - 1
             self._replays[channel] = _Replay(from_tick)
             self._wake()
@@ -165,6 +173,7 @@ class Subscriber:
         self._awaiting.discard(channel)
         self._replays.pop(channel, None)
         self._sent.pop(channel, None)
+        self._whole.discard(channel)
 
     def fail(self, code: int, why: str) -> None:
         """Stop writing now; the connection handler then closes the connection with `code`."""
@@ -212,6 +221,13 @@ class Subscriber:
         self._sent[row.key] = row.tick
         return True
 
+    def _frame(self, row: Row) -> bytes:
+        """The update frame of a row about to go out (the whole row if it is owed whole)."""
+        if row.key in self._whole:
+            self._whole.discard(row.key)
+            return row.whole
+        return row.update
+
     def _send(self, frame: bytes) -> None:
         self._transport.write(frame)
         self.last_sent = self._loop.time()
@@ -234,7 +250,7 @@ class Subscriber:
                     if replay.rows:
                         row = replay.rows.popleft()
                         if self._forward(row):
-                            self._send(row.update)
+                            self._send(self._frame(row))
                     elif replay.read_all:
                         self._go_live(channel, replay)
                     else:
@@ -265,7 +281,7 @@ class Subscriber:
         """The store has nothing newer: the live rows that came meanwhile, then live."""
         del self._replays[channel]
         # Already counted against the budget while they waited.
-        self._queue.extend(row.update for row in replay.waiting if self._forward(row))
+        self._queue.extend(self._frame(row) for row in replay.waiting if self._forward(row))
 
 
 class Hub:

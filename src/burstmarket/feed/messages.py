@@ -3,6 +3,9 @@
 A `Row` is one tick of one channel (tick, time, data). Its `update` and `snapshot` websocket
 frames and its REST bodies are encoded lazily, at most once each; the very same frame bytes are
 written to every subscriber, so a tick costs one encoding per channel whatever the audience.
+A row of a feed with a `Delta` (feeds/ladder.toml) that follows its channel's tick before
+(`follow`) sends its `update` as the change since that tick; `update_json`, what the bus
+carries, is always the whole row.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 import msgspec
 
 from burstmarket.errors import MarketError
+from burstmarket.feed.catalog import Delta
 from burstmarket.feed.wire import text_frame
 
 _encoder = msgspec.json.Encoder()
@@ -118,11 +122,13 @@ class Row:
     """One tick of one channel, with its encodings made on first use."""
 
     __slots__ = (
+        "_follows",
         "_response",
         "_snapshot",
         "_trimmed",
         "_update",
         "_update_json",
+        "_whole",
         "channel",
         "data",
         "island",
@@ -151,9 +157,11 @@ class Row:
         self.data = data
         self._update_json: bytes | None = None
         self._update: bytes | None = None
+        self._whole: bytes | None = None
         self._snapshot: bytes | None = None
         self._response: Prepared | None = None
         self._trimmed: dict[tuple[str, int], Prepared] = {}
+        self._follows: tuple[Delta, dict[str, Any]] | None = None
 
     @classmethod
     def from_update(cls, channel: str, island: str, update_json: bytes) -> Row:
@@ -164,13 +172,19 @@ class Row:
         row._update_json = update_json
         return row
 
-    def _message(self, kind: str) -> dict[str, Any]:
+    def follow(self, delta: Delta, before: Row) -> None:
+        """This row is the tick after `before` on its channel: its `update` frame carries only
+        what changed since (`Delta.between`). Without it, the update carries the whole row."""
+        if before.tick == self.tick - 1 and self._update is None:
+            self._follows = (delta, before.data)
+
+    def _message(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
             "type": kind,
             "channel": self.channel,
             "tick": self.tick,
             "time": self.time,
-            "data": self.data,
+            "data": self.data if data is None else data,
         }
 
     @property
@@ -181,9 +195,25 @@ class Row:
         return self._update_json
 
     @property
+    def whole(self) -> bytes:
+        """The websocket `update` frame carrying the whole row."""
+        if self._whole is None:
+            self._whole = text_frame(self.update_json)
+        return self._whole
+
+    @property
     def update(self) -> bytes:
+        """The websocket `update` frame: the change since the tick before if the row follows
+        it (`follow`), else the whole row."""
         if self._update is None:
-            self._update = text_frame(self.update_json)
+            if self._follows is None:
+                self._update = self.whole
+            else:
+                delta, before = self._follows
+                self._update = message_frame(
+                    self._message("update", delta.between(before, self.data))
+                )
+                self._follows = None  # encoded: the tick before's data need not stay alive
         return self._update
 
     @property
@@ -191,6 +221,12 @@ class Row:
         if self._snapshot is None:
             self._snapshot = message_frame(self._message("snapshot"))
         return self._snapshot
+
+    def snapshot_for(self, request_id: str | int | None) -> bytes:
+        """The snapshot answering a client's `snapshot` frame, with the frame's `id` if any."""
+        if request_id is None:
+            return self.snapshot
+        return message_frame({**self._message("snapshot"), "id": request_id})
 
     def response(self, trim: tuple[str, int] | None = None) -> Prepared:
         """The REST answer `{island, tick, time, **data}`, optionally with one list cut short."""

@@ -5,7 +5,8 @@ nesting.py allows) becomes `Invalid` with the offending field named; the connect
 with an `error` message and stays open.
 
 Every frame may carry an `id` the client chose (a short string or an integer); the answer to
-the frame (`subscribed`, `unsubscribed`, `pong`, `authenticated` or `error`) carries it back.
+the frame (`subscribed`, `unsubscribed`, `pong`, `authenticated`, `snapshot` or `error`)
+carries it back.
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ class Unsubscribe(_Frame, tag="unsubscribe", kw_only=True):
     channels: Channels
 
 
+class Snapshot(_Frame, tag="snapshot", kw_only=True):
+    """The latest tick of channels the connection is subscribed to, whole (a client that
+    lost track of a ladder's changes rebuilds it from this)."""
+
+    channels: Channels
+
+
 class Ping(_Frame, tag="ping"):
     pass
 
@@ -64,7 +72,7 @@ class Auth(_Frame, tag="auth", kw_only=True):
     token: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOKEN)]
 
 
-ClientFrame = Subscribe | Unsubscribe | Ping | Auth
+ClientFrame = Subscribe | Unsubscribe | Snapshot | Ping | Auth
 
 
 class _Id(msgspec.Struct):

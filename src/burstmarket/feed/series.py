@@ -125,9 +125,16 @@ def render(table: Any, fmt: str) -> bytes:
         out = io.StringIO()
         writer_ = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
         writer_.writeheader()
-        writer_.writerows(rows)
+        # Booleans as JSON and the Arrow stream spell them (`closed`), not Python's True/False.
+        writer_.writerows({k: _csv_value(v) for k, v in row.items()} for row in rows)
         return out.getvalue().encode()
     return msgspec.json.encode(rows)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
 
 
 def _display_rows(table: Any) -> list[dict[str, Any]]:

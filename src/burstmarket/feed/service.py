@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Annotated, Any, Protocol, cast
 
 import msgspec
@@ -24,7 +25,7 @@ from litestar.params import QueryParameter
 from burstmarket import metrics
 from burstmarket.apidoc import MARKET_DATA, documented, refusals
 from burstmarket.contract import ClusterTickView
-from burstmarket.errors import Invalid, MarketError, NotFound
+from burstmarket.errors import Invalid, MarketError, NotTickedYet, UnknownIsland, echo
 from burstmarket.feed.asyncapi import HEARTBEAT_SECONDS, document, servers
 from burstmarket.feed.catalog import FeedSpec, load_catalog
 from burstmarket.feed.hub import SLOW_CONSUMER, Hub, Subscriber
@@ -42,7 +43,9 @@ from burstmarket.feed.protocol import (
     Auth,
     ClientFrame,
     Ping,
+    Snapshot,
     Subscribe,
+    Unsubscribe,
     parse_frame,
     request_id,
 )
@@ -64,6 +67,10 @@ class Source(Protocol):
 
     async def replay_floor(self, spec: FeedSpec, island: str, latest: Row) -> int:
         """The oldest tick `from_tick` may name now that `latest` is the newest."""
+        ...
+
+    async def exists(self, island: str) -> bool:
+        """Whether the island exists (asked only of an island that has not ticked here)."""
         ...
 
 
@@ -94,6 +101,7 @@ class FeedService:
         (feed/private.py); without it (a feed edge) they are refused."""
         self.options = options
         self.specs = load_catalog()
+        self._deltas = {spec.name: spec.delta for spec in self.specs if spec.delta is not None}
         self._source = source
         self._hub = Hub()
         self.clusters = ClusterChannels(self._hub, authenticate)
@@ -136,8 +144,14 @@ class FeedService:
         if known is None or tick > known[0]:
             self.islands[island] = (tick, time)
 
-    def publish(self, row: Row) -> None:
-        """A channel's new tick, to every subscriber of it; on the event loop, never waits."""
+    def publish(self, row: Row, spec: FeedSpec) -> None:
+        """A channel's new tick, to every subscriber of it; on the event loop, never waits. A
+        feed with a delta sends it as the change since the channel's tick before, when that
+        tick is the one known here (else whole: the first tick after a start)."""
+        delta = self._deltas.get(spec.name)
+        before = self._hub.latest.get(row.channel)
+        if delta is not None and before is not None:
+            row.follow(delta, before)
         self._hub.publish(row)
 
     def publish_clusters(self, views: Iterable[ClusterTickView]) -> None:
@@ -165,31 +179,35 @@ class FeedService:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def island(self, island: str | None) -> tuple[int, datetime]:
+    async def island(self, island: str | None) -> tuple[int, datetime]:
+        """The island's latest tick and its time; refused `unknown-island` for an island that
+        does not exist (a mistyped id), `not-ticked-yet` for one that has no tick yet."""
         if not island:
             raise Invalid("island", "is required")
         known = self.islands.get(island)
-        if known is None:
-            raise NotFound(f"no island {island!r} has ticked", island=island)
-        return known
+        if known is not None:
+            return known
+        if await self._source.exists(island):
+            raise NotTickedYet(f"island {island!r} has not ticked yet", island=island)
+        raise UnknownIsland(f"there is no island {island!r}", island=island)
 
     async def latest(self, spec: FeedSpec, island: str) -> Row:
         """The newest row of a feed for one island: from memory, else from the source once."""
-        tick, _ = self.island(island)
+        tick, _ = await self.island(island)
         row = self._hub.latest.get(spec.channel_for(island))
         if row is not None:
             return row
         rows = await self._source.rows(spec, island, tick, tick)
         if not rows:
-            raise NotFound(f"no {spec.name} for island {island!r} yet", island=island)
+            raise NotTickedYet(f"no {spec.name} for island {island!r} yet", island=island)
         return self._hub.remember(rows[0])
 
-    def resolve(self, channel: str) -> tuple[FeedSpec, str]:
+    async def resolve(self, channel: str) -> tuple[FeedSpec, str]:
         """The feed and island a channel names (the island must have ticked)."""
         for spec in self.specs:
             island = spec.island_of(channel)
             if island is not None:
-                self.island(island)
+                await self.island(island)
                 return spec, island
         names = ", ".join(spec.channel for spec in self.specs)
         if self.clusters.served:
@@ -256,46 +274,83 @@ class FeedService:
             subscriber.offer(reply_frame("pong", frame.id, time=rfc3339(datetime.now(UTC))))
         elif isinstance(frame, Subscribe):
             await self._subscribe(subscriber, frame)
+        elif isinstance(frame, Snapshot):
+            self._snapshot(subscriber, frame)
         elif isinstance(frame, Auth):
             cluster = self.clusters.authenticate(subscriber, frame.token)
             subscriber.offer(reply_frame("authenticated", frame.id, cluster=cluster))
         else:
-            channels = list(dict.fromkeys(frame.channels))
-            for channel in channels:
-                self._hub.leave(subscriber, self.clusters.joined_as(subscriber, channel))
-            subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
+            self._unsubscribe(subscriber, frame)
+
+    def _unsubscribe(self, subscriber: Subscriber, frame: Unsubscribe) -> None:
+        channels = list(dict.fromkeys(frame.channels))
+        for channel in channels:
+            self._hub.leave(subscriber, self.clusters.joined_as(subscriber, channel))
+        subscriber.offer(reply_frame("unsubscribed", frame.id, channels=channels))
 
     async def _subscribe(self, subscriber: Subscriber, frame: Subscribe) -> None:
-        """All channels or none: every channel and `from_tick` is checked before joining. A
-        channel subscribed again is started again (its replay replaced, never added)."""
-        channels = list(dict.fromkeys(frame.channels))
-        own = [
-            self.clusters.check(subscriber, channel, frame.from_tick)
-            for channel in channels
-            if is_private(channel)
-        ]
-        targets = [
-            (channel, *self.resolve(channel)) for channel in channels if not is_private(channel)
-        ]
-        for _, spec, island in targets:
-            latest = await self.latest(spec, island)
-            if frame.from_tick is not None:
-                await self._check_from_tick(spec, island, latest, frame.from_tick)
-        if subscriber.closed:
+        """Each channel on its own (as Coinbase does): one `error` naming each channel refused
+        (and one REFUSED line), then one `subscribed` listing those joined, if any. A channel
+        subscribed again is started again (its replay replaced, never added)."""
+        joining: list[str] = []
+        keys: list[str] = []
+        """What the hub knows each channel joined by (a cluster's own channel: feed/private.py)."""
+        own = False
+        for channel in dict.fromkeys(frame.channels):
+            try:
+                if is_private(channel):
+                    key = self.clusters.check(subscriber, channel, frame.from_tick)
+                    own = True
+                else:
+                    spec, island = await self.resolve(channel)
+                    latest = await self.latest(spec, island)
+                    if frame.from_tick is not None:
+                        await self._check_from_tick(spec, island, latest, frame.from_tick)
+                    key = channel
+            except MarketError as error:
+                error.figures.setdefault("channel", echo(channel))
+                self._refuse(subscriber, error, frame.id)
+                continue
+            joining.append(channel)
+            keys.append(key)
+        if subscriber.closed or not joining:
             return
-        for channel in [*own, *(channel for channel, _, _ in targets)]:
-            self._hub.join(subscriber, channel)
-        subscriber.offer(reply_frame("subscribed", frame.id, channels=channels))
+        for key in keys:
+            self._hub.join(subscriber, key)
+        subscriber.offer(reply_frame("subscribed", frame.id, channels=joining))
         if own:
             self.clusters.start(subscriber)
-        for channel, _, _ in targets:
+        for channel in joining:
+            if is_private(channel):
+                continue
             subscriber.start(self._hub.latest[channel], frame.from_tick)
 
+    def _snapshot(self, subscriber: Subscriber, frame: Snapshot) -> None:
+        """The latest tick of each channel asked for, whole, as a `snapshot` carrying the
+        frame's `id`; the channel's updates go on from it (a replay under way ends there). A
+        channel the connection is not subscribed to is refused, each with its own error."""
+        for channel in dict.fromkeys(frame.channels):
+            if channel not in subscriber.channels:
+                error = Invalid("channels", f"not subscribed to {channel!r}", channel=channel)
+                self._refuse(subscriber, error, frame.id)
+                continue
+            latest = self._hub.latest[channel]
+            subscriber.start(latest, None, latest.snapshot_for(frame.id))
+
     async def _read_replay(self, channel: str, from_tick: int, to_tick: int) -> list[Row]:
-        """One chunk of a replay; few at once, so replays never crowd out other readers."""
-        spec, island = self.resolve(channel)
+        """One chunk of a replay; few at once, so replays never crowd out other readers. A feed
+        with a delta reads the tick before the chunk too, so that each replayed update is the
+        change since the tick before it (the replay's first update goes whole: feed/hub.py)."""
+        spec, island = await self.resolve(channel)
+        delta = spec.delta
+        first = from_tick - 1 if delta is not None and from_tick > 0 else from_tick
         async with self._replay_reads:
-            return await self._source.rows(spec, island, from_tick, to_tick)
+            rows = await self._source.rows(spec, island, first, to_tick)
+        if delta is None:
+            return rows
+        for before, row in pairwise(rows):
+            row.follow(delta, before)
+        return [row for row in rows if row.tick >= from_tick]
 
     async def _check_from_tick(self, spec: FeedSpec, island: str, latest: Row, tick: int) -> None:
         newest, _ = self.islands[island]
@@ -343,7 +398,7 @@ class FeedService:
             name=f"market-{spec.name}",
             summary=f"Latest {spec.name}",
             description=spec.description,
-            responses=refusals(Invalid, NotFound),
+            responses=refusals(Invalid, UnknownIsland, NotTickedYet),
             tags=[MARKET_DATA],
             operation_class=documented(answer=_answer(spec)),
         )(handler if trim is None else trimmed)
@@ -354,7 +409,8 @@ class FeedService:
         async def handler(request: Request[Any, Any, Any]) -> Response[bytes]:
             host = request.headers.get("host") or request.url.netloc
             secure = request.url.scheme == "https"
-            body = msgspec.json.encode({**document, "servers": servers(host, secure)})
+            found = servers(host, self.options.ws_path, secure)
+            body = msgspec.json.encode({**document, "servers": found})
             return Response(body, media_type=_JSON)
 
         return get(

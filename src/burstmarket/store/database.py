@@ -248,9 +248,12 @@ class Database:
             cur.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
             current = (row[0] if row else None) or 0
+            if current < len(MIGRATIONS):  # one line for them all, after the banner (cli.py)
+                log.info(
+                    "store: migrating %s from schema %d to %d", self.path, current, len(MIGRATIONS)
+                )
             for version, name in enumerate(MIGRATIONS, start=1):
                 if version > current:
-                    log.info("store: migrating %s to schema %d", self.path, version)
                     cur.execute(sql(name))
                     cur.execute("INSERT INTO schema_version VALUES ($v)", {"v": version})
 

@@ -99,6 +99,8 @@ const WORDS = {
   invalid: (b) => `Not accepted: ${b.detail}.`,
   conflict: (b) => `${b.detail}.`,
   "not-found": (b) => `Not found: ${b.detail}.`,
+  "unknown-island": (b) => `No such island: ${b.island}.`,
+  "not-ticked-yet": (b) => `Island ${b.island} has not ticked yet.`,
   "rate-limited": (b) => `Too many requests: try again in ${b.retry_after_seconds} s.`,
   "store-unavailable": (b) => "The service cannot save anything right now, and nothing was "
     + `changed: try again in ${b.retry_after_seconds} s.`,

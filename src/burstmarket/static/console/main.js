@@ -157,7 +157,7 @@ function onMessage(message) {
     }
     setStatus("live", `live · tick ${lastTick} at ${time(lastTime)}`);
     if (fresh) refresh();
-  } else if (message.type === "error" && message.error === "not-found") {
+  } else if (message.type === "error" && message.error === "not-ticked-yet") {
     // the island has not ticked yet: ask again shortly
     setStatus("waiting", "waiting for the island's first tick…");
     setTimeout(() => { if (socket && socket.readyState === WebSocket.OPEN) subscribe(); }, 2000);
