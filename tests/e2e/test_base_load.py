@@ -157,8 +157,9 @@ def test_a_block_on_a_full_island_takes_idle_nodes_then_the_cheapest_busy_ones(
     assert len(taken) == 2
     preempted = ok(server.client.get("/api/k8s/jobs/job", headers=cheap))
     assert preempted["state"] == "pending"
-    assert preempted["events"][-1]["type"] == "Preempted"
-    assert "base load" in preempted["events"][-1]["detail"]
+    # preempted, then waiting outbid (docs/market.md "Why it waits"): one event each
+    assert [e["type"] for e in preempted["events"]][-2:] == ["Preempted", "Outbid"]
+    assert "base load" in preempted["events"][-2]["detail"]
     assert ok(server.client.get("/api/k8s/jobs/job", headers=mid))["state"] == "running"
     assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 8
 

@@ -281,7 +281,7 @@ def test_an_uncordoned_node_competes_and_events_never_contradict_in_one_tick(
     tick(server, island="unc2")
     two = read_job(server, k, "two")
     assert two["state"] == "pending"
-    assert [e["type"] for e in two["events"]] == []
+    assert [e["type"] for e in two["events"]] == ["Outbid"]  # waiting, never Provisioned
     assert ok(server.client.get("/api/vm/capacity", headers=vm))["held_gpus"] == 16
     assert _nodes(server, "unc2")[node]["cluster"] == "unc2-vm"
     for job in ok(server.client.get("/api/k8s/jobs", headers=k)):

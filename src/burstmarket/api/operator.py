@@ -43,6 +43,7 @@ from burstmarket.errors import (
     Forbidden,
     Invalid,
     ManualClockOnly,
+    MarketError,
     NotFound,
     OnePerCluster,
     StoreUnavailable,
@@ -214,11 +215,33 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
             # market time reaches `at` only once a tick at `at` commits (ManualClock.ticked)
             at = clock.now_ns() + market.interval_ns
             for island in islands:
-                event = await anyio.to_thread.run_sync(market.tick, island, at)
+                try:
+                    event = await anyio.to_thread.run_sync(market.tick, island, at)
+                except Exception as exc:
+                    partway = _partway(exc, island, last)
+                    if partway is None:
+                        raise
+                    raise partway from exc
                 market.publish(event)
                 last[island] = event
     shown = msgspec.structs.asdict(last[data.island or islands[0]].stats)
     return TicksRun(**shown, islands=[last[i].stats for i in islands])
+
+
+def _partway(exc: Exception, island: str, last: dict[str, TickCommitted]) -> MarketError | None:
+    """A refusal partway through a request (a store fault is one, as api/errors.py answers
+    it), once some ticks committed: those (`committed`, island -> its last tick) stand, and the
+    answer says so rather than that nothing changed. None: nothing committed yet, or a bug."""
+    from burstmarket.store import store_fault  # the market's process only, as api/errors.py
+
+    refusal = exc if isinstance(exc, MarketError) else store_fault(exc)
+    if refusal is None or not last:
+        return None
+    refusal.detail = (
+        f"island {island}: {refusal.detail}; the ticks in `committed` ran before it and stand"
+    )
+    refusal.figures["committed"] = {name: event.tick for name, event in last.items()}
+    return refusal
 
 
 def admin_router(tokens: Tokens) -> Router:

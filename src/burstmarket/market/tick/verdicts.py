@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Final, get_args
 
 from burstmarket.auction import Clearing
-from burstmarket.clock import to_datetime
+from burstmarket.clock import rfc3339
 from burstmarket.errors import BidTooLow, BillingHold, SpendLimit
 from burstmarket.market.guard import worst_case
 from burstmarket.market.kinds import KINDS
@@ -299,7 +299,7 @@ def _outbid_words(d: PendingDetail) -> str:
     price, ceiling = usd(d.price or 0), usd(d.ceiling or 0)
     nodes = f"{d.nodes} node" + ("" if d.nodes == 1 else "s")
     words = f"{price} USD/GPU-h wins its {nodes}, over its limit {ceiling}"
-    return words if d.contestable_at is None else f"{words} (from {to_datetime(d.contestable_at)})"
+    return words if d.contestable_at is None else f"{words} (from {rfc3339(d.contestable_at)})"
 
 
 def _log_refusal(s: TickState, c: Cluster, reason: HeldBack) -> None:
