@@ -14,9 +14,12 @@ How the suite is split:
   (`no_servers`). The fast loop does not even import the folders of E2E_FOLDERS, and its
   property tests draw a quarter of their examples (`examples`); a full run draws them all.
 - Every run, fast loop or full, runs on every core (pytest-xdist, `-n auto` in pyproject.toml),
-  whole files to a worker (`--dist loadfile`), so a module's fixtures (`shared_server`, the
-  browser) are built once. Each server has its own free port (`free_port`; one another process
-  took meanwhile is picked again) and its own temporary data dir, so servers run side by side.
+  with half as many workers again as cores (`pytest_xdist_auto_num_workers`): a worker waits on
+  its servers, its browser and its sockets about a third of the time, so two workers leave
+  two cores idle that long. Whole files go to a worker (`--dist loadfile`), so a module's
+  fixtures (`shared_server`, the browser) are built once. Each server has its own free port
+  (`free_port`; one another process took meanwhile is picked again) and its own temporary data
+  dir, so servers run side by side.
 - A test that measures a server's pace, CPU or memory against the same run's calm window is
   marked `alone`: it waits for the tests beside it to end and none starts beside it (`turn`),
   so its calm window and its measured windows see the same machine. It still compares with its
@@ -367,6 +370,12 @@ def turn(item: pytest.Item) -> Iterator[None]:
 settings.register_profile("fast-loop", max_examples=25)
 """A quarter of Hypothesis's default 100 examples. The fast loop loads it unless a run names a
 profile (`--hypothesis-profile`); a full run (`make test`, CI) keeps the default."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: half as many workers again as cores (the module's docstring says why)."""
+    cores = len(os.sched_getaffinity(0))
+    return cores + (cores + 1) // 2
 
 
 def pytest_configure(config: pytest.Config) -> None:
