@@ -65,9 +65,9 @@ def test_the_banner_comes_first_and_the_store_migrates_in_one_line_after(server:
     lines = records(server.log())
     assert [name for name, _ in lines[:3]] == ["burstmarket.serve"] * 3, lines[:5]
     assert lines[0][1].startswith("burstmarket ")
-    migrating = [message for _, message in lines if message.startswith("store: migrating")]
-    assert len(migrating) == 1, lines
-    assert migrating[0].endswith(f"from schema 0 to {len(MIGRATIONS)}")
+    migrated = [message for _, message in lines if message.startswith("store: migrated")]
+    assert len(migrated) == 1, lines
+    assert migrated[0].endswith(f"from schema 0 to {len(MIGRATIONS)}")
 
 
 @pytest.fixture(scope="module")

@@ -206,6 +206,9 @@ def _cases(m: dict[str, Any], operator: dict[str, str]) -> list[tuple[Any, ...]]
         ("POST", "/api/admin/ticks", operator, {"count": 0}, 422, "invalid"),
         ("GET", "/api/k8s/jobs/theirs", k8s, None, 404, "not-found"),
         ("GET", "/api/no-such-endpoint", vm, None, 404, "not-found"),
+        ("GET", "/api/market/stats?island=nowhere", {}, None, 404, "unknown-island"),
+        # made after the market fixture's one tick: it exists, and has not ticked yet
+        ("GET", "/api/market/stats?island=closed-island", {}, None, 404, "not-ticked-yet"),
         ("DELETE", "/api/vm/capacity", vm, None, 405, "method-not-allowed"),
         ("PUT", "/api/vm/capacity", vm, b"[" * (1 << 20) + b"]" * 8, 413, "too-large"),
         (

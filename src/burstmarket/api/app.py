@@ -86,14 +86,14 @@ def _lost(island: str) -> None:
 
 
 def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -> Litestar:
-    """The market's app. `opening` is called once its islands' leases are in hand, right before
-    the store opens (and migrates): `serve` says its banner there, the log's first lines."""
+    """The market's app. `opening` is called once its islands' leases are in hand and its store
+    open and checked: `serve` says its banner there, the log's first lines, then the store's
+    migration in one line. A start that fails before (a lease, the store) says only why."""
     # With --islands, the leases first: a process refused them never opens the store (which
     # the owner may hold, on shared storage).
     leases = None
     if settings.bus is not None and settings.islands is not None:
         leases = _leases(settings, settings.islands)
-    opening()
     try:
         db = Database(settings.database_path, settings.checkpoint_bytes)
     except Exception:
@@ -108,6 +108,9 @@ def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -
         except LeaseUnavailable:
             db.close()
             raise
+    opening()
+    if db.migrated is not None:
+        log.info("store: migrated %s from schema %d to %d", db.path, *db.migrated)
     limits = RateLimits(settings.rate_per_second, settings.rate_burst)
     tokens = Tokens(market, settings.operator_token, limits)
     deps = Dependencies(clock, market, Tenant(market), Operator(market))

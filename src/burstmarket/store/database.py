@@ -124,6 +124,8 @@ class Database:
         self.path = Path(path)
         self._wal = self.path.with_name(self.path.name + ".wal")
         self._checkpoint_bytes = checkpoint_bytes
+        self.migrated: tuple[int, int] | None = None
+        """(from, to) when opening it migrated the store, else None."""
         self._checkpoint_after = 0.0
         """Monotonic time before which no checkpoint is tried (one just failed)."""
         self._con = _open(self.path)
@@ -248,10 +250,8 @@ class Database:
             cur.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
             current = (row[0] if row else None) or 0
-            if current < len(MIGRATIONS):  # one line for them all, after the banner (cli.py)
-                log.info(
-                    "store: migrating %s from schema %d to %d", self.path, current, len(MIGRATIONS)
-                )
+            if current < len(MIGRATIONS):  # api/app.py says it, after the banner
+                self.migrated = (current, len(MIGRATIONS))
             for version, name in enumerate(MIGRATIONS, start=1):
                 if version > current:
                     cur.execute(sql(name))
