@@ -105,11 +105,18 @@ def on_http_error(request: AnyRequest, exc: Exception) -> Response[Any]:
     return refusal(request, _as_market_error(request, exc))
 
 
-def on_bug(request: AnyRequest, exc: Exception) -> Response[Any]:
+def refusal_for(exc: Exception) -> MarketError | None:
+    """The refusal `exc` is answered with: itself, or the store fault it is; None: a bug."""
+    if isinstance(exc, MarketError):
+        return exc
     # Here, not at the top: a feed edge answers with these handlers and never loads the store.
     from burstmarket.store import store_fault
 
-    fault = store_fault(exc)
+    return store_fault(exc)
+
+
+def on_bug(request: AnyRequest, exc: Exception) -> Response[Any]:
+    fault = refusal_for(exc)
     if fault is not None:
         return refusal(request, fault)
     log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)

@@ -15,6 +15,7 @@ from litestar.params import FromPath, JSONBody
 
 from burstmarket.api.auth import Tokens
 from burstmarket.api.dependencies import Deps
+from burstmarket.api.errors import refusal_for
 from burstmarket.api.threads import threaded
 from burstmarket.apidoc import MARKET_DATA, SECURITY, refusals
 from burstmarket.clock import ManualClock
@@ -229,12 +230,10 @@ async def post_ticks(deps: Deps, data: JSONBody[TickRequest]) -> TicksRun:
 
 
 def _partway(exc: Exception, island: str, last: dict[str, TickCommitted]) -> MarketError | None:
-    """A refusal partway through a request (a store fault is one, as api/errors.py answers
-    it), once some ticks committed: those (`committed`, island -> its last tick) stand, and the
+    """A refusal partway through a request (a store fault is one: `refusal_for`), once some
+    ticks committed: those (`committed`, island -> its last tick) stand, and the
     answer says so rather than that nothing changed. None: nothing committed yet, or a bug."""
-    from burstmarket.store import store_fault  # the market's process only, as api/errors.py
-
-    refusal = exc if isinstance(exc, MarketError) else store_fault(exc)
+    refusal = refusal_for(exc)
     if refusal is None or not last:
         return None
     refusal.detail = (

@@ -177,13 +177,18 @@ def _refusal(s: TickState, c: Cluster) -> Cause | None:
         balance = units_to_micros(s.inp.balances.get(c.account, 0))
         return BILLING_HOLD, PendingDetail(since=since, balance=balance)
     if held_back == SPEND_LIMIT:
-        left = s.budget(c).left
         worst = _declared_worst(s, c) if not KINDS[c.kind].runs_jobs else _jobs_worst(s, c)
-        return SPEND_LIMIT, PendingDetail(
-            spend_left=None if left is None else units_to_micros(left),
-            worst_case=None if worst is None else units_to_micros(worst),
-        )
+        return _spend_limit(s, c, worst)
     return None
+
+
+def _spend_limit(s: TickState, c: Cluster, worst: int | None) -> Cause:
+    """spend-limit with what is left of the limit and the worst case that does not fit."""
+    left = s.budget(c).left
+    return SPEND_LIMIT, PendingDetail(
+        spend_left=None if left is None else units_to_micros(left),
+        worst_case=None if worst is None else units_to_micros(worst),
+    )
 
 
 def _declared_worst(s: TickState, c: Cluster) -> int | None:
@@ -254,11 +259,7 @@ def _gang_cause(
         return refusal
     key = (c.id, job.name)
     if key in s.left_out:
-        left = s.budget(c).left
-        return SPEND_LIMIT, PendingDetail(
-            spend_left=None if left is None else units_to_micros(left),
-            worst_case=units_to_micros(s.left_out[key]),
-        )
+        return _spend_limit(s, c, s.left_out[key])
     price = job.price(c)
     if job.bid_too_low or price is None or price < s.reserve_price:
         return BID_TOO_LOW, PendingDetail(ceiling=price, reserve=s.reserve_price)
