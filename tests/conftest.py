@@ -53,6 +53,7 @@ from tests.constants import T0
 
 if TYPE_CHECKING:
     from burstmarket.market.market import Market
+    from tests.preloaded import Forked
 
 OPERATOR_TOKEN = "test-operator-token"
 STARTUP_SECONDS = 180
@@ -122,7 +123,7 @@ class Server:
     token: str
     data_dir: Path
     log_path: Path
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | Forked
     client: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
@@ -210,22 +211,17 @@ def _servers(tmp_path: Path) -> Iterator[StartServer]:
         for _ in range(PORT_ATTEMPTS):
             port = free_port()
             log_path = tmp_path / f"server-{len(started)}.log"
-            with log_path.open("wb") as log:
-                process = subprocess.Popen(
-                    [
-                        str(command),
-                        subcommand,
-                        *where,
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                        *args,
-                    ],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=environ,
-                )
+            argv = [subcommand, *where, "--host", "127.0.0.1", "--port", str(port), *args]
+            process: subprocess.Popen[bytes] | Forked
+            if command == BURSTMARKET:  # forked, its imports done (tests/preloaded.py)
+                from tests import preloaded
+
+                process = preloaded.start(argv, environ, log_path)
+            else:
+                with log_path.open("wb") as log:
+                    process = subprocess.Popen(
+                        [str(command), *argv], stdout=log, stderr=subprocess.STDOUT, env=environ
+                    )
             server = Server(
                 f"http://127.0.0.1:{port}", operator_token or "", data, log_path, process
             )

@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
+import duckdb
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -49,6 +50,20 @@ def eventually(check: Callable[[], T | None], what: str, server: Server | None =
             return found
         time.sleep(0.1)
     raise AssertionError(f"never saw {what}" + (f":\n{server.log()[-3000:]}" if server else ""))
+
+
+def read_history(sql: str) -> list[tuple[Any, ...]]:
+    """A DuckDB query over the live history, run again if a file it listed was merged away
+    before it opened it (docs/history.md "How it is written": a compaction swaps the files in
+    while the server runs). Bounded: a file missing for any other reason still fails."""
+    for _ in range(5):
+        try:
+            return duckdb.sql(sql).fetchall()
+        except duckdb.IOException as exc:
+            if "No such file" not in str(exc):
+                raise
+            time.sleep(0.2)
+    return duckdb.sql(sql).fetchall()
 
 
 def ok(response: httpx.Response, status: int = 200) -> Any:

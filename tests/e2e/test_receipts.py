@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import duckdb
 import pytest
 
 from burstmarket.client import SyncTenantClient
@@ -22,6 +21,7 @@ from tests.e2e.support import (
     make_cluster,
     make_island,
     ok,
+    read_history,
     refused,
     set_bid,
     submit_job,
@@ -150,12 +150,12 @@ def test_receipts_add_up_to_the_bill_and_name_only_price_levels(
     )
     assert found
     a_id = ok(server.client.get("/api/cluster", headers=a))["id"]
-    history = duckdb.sql(
+    history = read_history(
         f"SELECT tick, amount_units::HUGEINT, reserve_units + displaced_units + core_units"
         f" + protected_units, displaced, coalition, island "
         f"FROM read_parquet('{tree}/**/*.parquet', hive_partitioning = true) "
         f"WHERE cluster = '{a_id}' ORDER BY tick"
-    ).fetchall()
+    )
     assert history
     by_tick = {r["tick"]: r for r in rows}
     for number, amount, parts, _, _, island in history:
