@@ -239,6 +239,43 @@ HISTORY = (
             TICK_SECONDS,
         ),
     ),
+    HistoryTable(
+        "demand",
+        "The demand journal: one row per request that changed the market (tenants' "
+        "declarations, bids, jobs, spend limits and purchases; the operator's islands, "
+        "accounts, clusters, credits and node actions), in the order the market took them, "
+        "written in the transaction of the change (a refused request changed nothing and is "
+        "not here). An island's files hold its clusters' and its own requests, and every "
+        "account's (an account is no island's: the same rows, same seq, under each island). "
+        "`burstmarket backtest` places them again at their time (docs/backtest.md).",
+        (
+            HistoryColumn(
+                "seq",
+                "BIGINT",
+                "The order the changes committed in, across islands (gaps allowed).",
+            ),
+            HistoryColumn(
+                "time",
+                "TIMESTAMP WITH TIME ZONE",
+                "Market time of the change (UTC): after the island's tick at that time, before "
+                "its next.",
+            ),
+            HistoryColumn(
+                "cluster",
+                "VARCHAR",
+                "The cluster it acts for (a tenant's request) or names (an operator's); NULL "
+                "for one that names none.",
+                nullable=True,
+            ),
+            HistoryColumn("method", "VARCHAR", "The request's HTTP method."),
+            HistoryColumn(
+                "path", "VARCHAR", "The request's path (docs/api.md); `/api/admin/` the operator's."
+            ),
+            HistoryColumn(
+                "body", "VARCHAR", "The request's JSON body as sent; empty for a request with none."
+            ),
+        ),
+    ),
 )
 assert {t.name for t in HISTORY} == set(TABLES)
 

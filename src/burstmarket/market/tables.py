@@ -411,6 +411,21 @@ RECEIPTS: Final = Table(
     ],
 )
 
+DEMAND: Final[Table[Any]] = Table(
+    "demand",
+    None,
+    [
+        _own("seq", BIGINT),
+        _own("time", TIMESTAMPTZ),
+        Column("island", VARCHAR, null=True, unmapped=True),
+        Column("cluster", VARCHAR, null=True, unmapped=True),
+        _own("method", VARCHAR),
+        _own("path", VARCHAR),
+        _own("body", VARCHAR),
+    ],
+)
+"""The demand journal (store/journal.py): read and written by named SQL only."""
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -427,5 +442,6 @@ TABLES: Final = (
     LADDER,
     VERDICTS,
     RECEIPTS,
+    DEMAND,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""
