@@ -52,6 +52,13 @@ RUN_ELSEWHERE = {
         1,
         ["tests/history/test_analyst_queries.py::test_the_polars_queries_run_as_written"],
     ),
+    ("docs/backtest.md", "python"): (
+        1,
+        [
+            "tests/record/test_backtest.py::"
+            "test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them"
+        ],
+    ),
 }
 # Run here: shell lines are parsed (and the engine's pipeline run), `console` blocks run and
 # their output compared, `yaml` parsed.

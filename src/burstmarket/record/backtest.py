@@ -224,29 +224,43 @@ class _Run:
         for time, island in ticks:
             by_time.setdefault(time, set()).add(island)
         last = times[-1] if self.end is None else max(t for t in times if t < self.end)
-        next_request = 0
         client = httpx.AsyncClient(transport=transport, base_url=BASE_URL, timeout=300)
+        failed: Exception | None = None
         async with app.lifespan(), client as http:
             self.http = http
-            for done, time in enumerate(times, 1):
-                if time > last:
-                    break
-                # what the market took since the last tick, the strategy's in its places
-                before = next_request
-                while next_request < len(requests) and requests[next_request].time < time:
-                    next_request += 1
-                await self._place(requests[before:next_request])
-                if self.options.newcomer and not self.seat.made and self.in_period(time):
-                    await self._make_newcomer()
-                for island in await self._ticking(market, by_time[time]):
-                    event = market.tick(island, time)
-                    if island == self.seat.island and self.in_period(time):
-                        await self._ask(event)
-                if self.on_tick is not None:
-                    self.on_tick(done, len(times))
-            await self._place([])  # what the last declaration asked
+            try:
+                await self._periods(market, times, by_time, last)
+            except (StrategyError, BacktestError) as exc:
+                failed = exc  # raised once the app has stopped, not through its task group
+        if failed is not None:
+            raise failed
         export_history(settings, through=to_datetime(last + self.interval))
         return self._result()
+
+    async def _periods(
+        self, market: Market, times: list[int], by_time: dict[int, set[str]], last: int
+    ) -> None:
+        """Every recorded tick up to `last`, each after the requests the market took since
+        the one before."""
+        requests = self.record.requests
+        next_request = 0
+        for done, time in enumerate(times, 1):
+            if time > last:
+                break
+            # what the market took since the last tick, the strategy's in its places
+            before = next_request
+            while next_request < len(requests) and requests[next_request].time < time:
+                next_request += 1
+            await self._place(requests[before:next_request])
+            if self.options.newcomer and not self.seat.made and self.in_period(time):
+                await self._make_newcomer()
+            for island in await self._ticking(market, by_time[time]):
+                event = market.tick(island, time)
+                if island == self.seat.island and self.in_period(time):
+                    await self._ask(event)
+            if self.on_tick is not None:
+                self.on_tick(done, len(times))
+        await self._place([])  # what the last declaration asked
 
     async def _ticking(self, market: Market, recorded_here: set[str]) -> list[str]:
         if self.islands is None:
@@ -501,3 +515,38 @@ __all__ = [
     "StrategyError",
     "backtest",
 ]
+
+
+def report(result: Result, out: Path) -> str:
+    """What `burstmarket backtest` prints: the strategy's figures beside the record's."""
+    ticks = result.ticks
+    span = "no tick"
+    if ticks.height:
+        times = ticks["time"].to_list()
+        span = f"{times[0]:%Y-%m-%dT%H:%M:%SZ} .. {times[-1]:%Y-%m-%dT%H:%M:%SZ}"
+    was = result.recorded
+    head = "record" if was is not None else "(a newcomer: no record)"
+    lines = [
+        f"backtest of {result.cluster} on {result.island}: {ticks.height} ticks, {span}",
+        f"{'':24}{'strategy':>16}  {head}",
+    ]
+    for label, name in (
+        ("held GPU-hours", "held_gpu_hours"),
+        ("pending hours", "pending_hours"),
+        ("spend USD", "spend_usd"),
+        ("mean rate USD/GPU-hour", "mean_rate"),
+    ):
+        mine = _shown(getattr(result.strategy, name))
+        theirs = "" if was is None else _shown(getattr(was, name), "not in the record")
+        lines.append(f"{label:24}{mine:>16}  {theirs}")
+    if result.others_refused:
+        lines.append(
+            f"{result.others_refused} recorded requests of other clusters were refused "
+            "(the market they met had changed)"
+        )
+    lines.append(f"per tick: {out}")
+    return "\n".join(lines)
+
+
+def _shown(value: Decimal | None, missing: str = "-") -> str:
+    return missing if value is None else f"{value:,f}"
