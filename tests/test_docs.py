@@ -49,14 +49,11 @@ RUN_ELSEWHERE = {
         ],
     ),
     ("docs/analysts.md", "python"): (
-        1,
-        ["tests/history/test_analyst_queries.py::test_the_polars_queries_run_as_written"],
-    ),
-    ("docs/backtest.md", "python"): (
-        1,
+        2,
         [
+            "tests/history/test_analyst_queries.py::test_the_polars_queries_run_as_written",
             "tests/record/test_backtest.py::"
-            "test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them"
+            "test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them",
         ],
     ),
 }

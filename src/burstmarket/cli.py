@@ -519,7 +519,7 @@ def backtest_strategy(
         Path, typer.Option(help="A history dir (DATA_DIR/history, or simulate's OUT/history).")
     ],
     strategy: Annotated[
-        Path, typer.Option(help="A Python file defining decide(tick, own) (docs/backtest.md).")
+        Path, typer.Option(help="A Python file defining decide(tick, own) (docs/analysts.md).")
     ],
     cluster: Annotated[
         str | None, typer.Option(help="The recorded cluster whose place the strategy takes.")

@@ -247,18 +247,23 @@ HISTORY = (
         "written in the transaction of the change (a refused request changed nothing and is "
         "not here). An island's files hold its clusters' and its own requests, and every "
         "account's (an account is no island's: the same rows, same seq, under each island). "
-        "`burstmarket backtest` places them again at their time (docs/backtest.md).",
+        '`burstmarket backtest` places them again at their time (docs/analysts.md "Backtests").',
         (
             HistoryColumn(
-                "seq",
+                "tick",
                 "BIGINT",
-                "The order the changes committed in, across islands (gaps allowed).",
+                "The island's tick the request came after (0: before the island's first tick).",
             ),
             HistoryColumn(
                 "time",
                 "TIMESTAMP WITH TIME ZONE",
-                "Market time of the change (UTC): after the island's tick at that time, before "
-                "its next.",
+                "Market time of the change (UTC): at or after that tick's time, before the "
+                "next tick's.",
+            ),
+            HistoryColumn(
+                "seq",
+                "BIGINT",
+                "The order the changes committed in, across islands (gaps allowed).",
             ),
             HistoryColumn(
                 "cluster",
@@ -273,6 +278,12 @@ HISTORY = (
             ),
             HistoryColumn(
                 "body", "VARCHAR", "The request's JSON body as sent; empty for a request with none."
+            ),
+            HistoryColumn(
+                "tick_seconds",
+                "DECIMAL(12,3)",
+                "The interval of the tick it came after (NULL before the island's first).",
+                nullable=True,
             ),
         ),
     ),

@@ -1,6 +1,6 @@
 """`burstmarket backtest`: a recorded period re-run tick by tick, everyone's recorded demand
 placed again and a strategy's declarations in one cluster's place, or as a newcomer
-(docs/backtest.md).
+(docs/analysts.md "Backtests").
 
 The whole tick runs, with the code the service runs: the service's own app on the manual clock
 and a store of its own in a temporary data dir, as `burstmarket simulate` runs it. Every request
@@ -101,7 +101,7 @@ class Result:
     cluster: str
     island: str
     ticks: pl.DataFrame
-    """One row per tick of the island in the period (docs/backtest.md "Output")."""
+    """One row per tick of the island in the period (docs/analysts.md "Output")."""
     strategy: Figures
     recorded: Figures | None
     """The recorded cluster's (None for a newcomer)."""

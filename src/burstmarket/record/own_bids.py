@@ -1,7 +1,7 @@
 """The strategy that bids what a cluster bid in the record: after each tick, the declaration its
 recorded requests up to that market time leave standing, wherever it asked something since the
 last tick (None elsewhere). A backtest of it in the cluster's own place re-runs the record as
-it was (docs/backtest.md "Identity")."""
+it was (docs/analysts.md "Identity")."""
 
 from __future__ import annotations
 

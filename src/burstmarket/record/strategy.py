@@ -1,4 +1,4 @@
-"""What a backtest's strategy is given and what it answers (docs/backtest.md).
+"""What a backtest's strategy is given and what it answers (docs/analysts.md "Backtests").
 
 A strategy is a Python file defining `decide(tick, own)`: called after every tick of its island
 in the period with the tick's public data (`Tick`: the statistics and the ladder, as the feed
