@@ -15,6 +15,8 @@ from burstmarket.history.layout import TABLES
 from tests.feed.support import START, MarketDB, backfill, two_clusters
 
 LADDER = ["2.1", "2.2", "2.35"]
+STORE = {"islands": "island_terms"}
+"""The store table a history table is exported from, where their names differ."""
 
 
 def commit(db: MarketDB, ticks: range) -> None:
@@ -41,7 +43,8 @@ def live(db: MarketDB, table: str, before: str) -> list[tuple[object, ...]]:
     interval = "" if table == "ticks" else "t.tick_seconds,"
     operators = ", core_rounds, core_exact" if table == "ticks" else ""
     rows = db.con.execute(
-        f"SELECT x.* EXCLUDE (island{operators}), {interval} x.island FROM {table} AS x "
+        f"SELECT x.* EXCLUDE (island{operators}), {interval} x.island "
+        f"FROM {STORE.get(table, table)} AS x "
         "JOIN ticks AS t ON t.island = x.island AND t.tick = x.tick "
         f"WHERE x.time < TIMESTAMPTZ '{before}' ORDER BY ALL"
     ).fetchall()

@@ -239,6 +239,119 @@ HISTORY = (
             TICK_SECONDS,
         ),
     ),
+    # --- the record: what each tick's auction used (docs/history.md "The record") ---------
+    HistoryTable(
+        "bids",
+        "Everything a tick's auctions used, so the engine re-runs them from the history alone "
+        "(`burstmarket verify`): per tick, the auction it cleared (`auction` = `now`) and the "
+        "auction its ladders were priced on, the one the next tick would run if nothing else "
+        "changed (`next`), each as rows of parts. Prices are DECIMAL(18,6) USD per GPU-hour, "
+        "exact to the µUSD the engine works in.",
+        (
+            TICK,
+            TIME,
+            HistoryColumn(
+                "auction",
+                "VARCHAR",
+                "`now`: the auction the tick cleared (its winners, payments, rates and "
+                "statistics). `next`: the auction the published ladder priced.",
+            ),
+            HistoryColumn(
+                "part",
+                "VARCHAR",
+                "`supply`: one row per auction, the contestable supply (`nodes`), the reserve "
+                "(`price`) and `gpus_per_node`. `unit`: a unit that bid (`cluster`, `unit`, "
+                "`nodes` all or nothing, `price`, `age`). `protected`: nodes a cluster holds "
+                "fixed under an open window or owed as replacements, assessed up to their cap "
+                "(`price`). `step_down`: nodes stepping down from a base load block under "
+                "their window, fixed outside the auction at their lock (`price`). "
+                "`release` (`next` only): `nodes` fixed now that become contestable at `ends_at`. "
+                "`release_unit` (`next` only): a unit the holders of that release bid then.",
+            ),
+            HistoryColumn(
+                "cluster",
+                "VARCHAR",
+                "The cluster of a unit, protected group, step-down or release unit; NULL on "
+                "`supply` and `release` rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "unit",
+                "VARCHAR",
+                "The unit's id (the auction's winners are named by it); NULL but on `unit` "
+                "and `release_unit` rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "nodes",
+                "INTEGER",
+                "Whole nodes: the supply, a unit's size, a group's or a release's node count.",
+            ),
+            HistoryColumn(
+                "price",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour: the reserve (`supply`), the bid (`unit`, `release_unit`), "
+                "the cap (`protected`) or the lock (`step_down`); NULL on `release` rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "age",
+                "INTEGER",
+                "A unit's place in the age order the tick sorted its auction's units in (0: "
+                "the oldest; the auction breaks equal bids by it); for a `release_unit`, its "
+                "place among that release's units. NULL on other rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "ends_at",
+                "TIMESTAMP WITH TIME ZONE",
+                "When a release's windows end (`release`, `release_unit`); NULL on other rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "locked_by_clearing",
+                "BOOLEAN",
+                "On `step_down` rows: the nodes had no price locked, so the tick locked them "
+                "at the lowest rate its auction cleared at (never under the reserve; the "
+                "reserve when nothing cleared). NULL on other rows.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "gpus_per_node",
+                "INTEGER",
+                "GPUs per node the auction priced (`supply` rows); NULL on other rows.",
+                nullable=True,
+            ),
+            TICK_SECONDS,
+        ),
+    ),
+    HistoryTable(
+        "islands",
+        "Each island as it was: one row per island for the first tick it ran (whatever of its "
+        "terms came before) and one for each later tick that ran on terms changed since the "
+        "tick before (an operator's change takes effect at the next tick). The terms in force "
+        "at a tick are those of the island's last row at or before it.",
+        (
+            HistoryColumn("tick", "BIGINT", "The first tick that ran on these terms."),
+            HistoryColumn(
+                "time",
+                "TIMESTAMP WITH TIME ZONE",
+                "That tick's market time (UTC): the terms are valid from it.",
+            ),
+            HistoryColumn("gpus_per_node", "INTEGER", "GPUs in each node of the island."),
+            HistoryColumn("nodes", "INTEGER", "Nodes of the island, in service or not."),
+            HistoryColumn(
+                "node_spec",
+                "VARCHAR",
+                "The node's description as the operator gave it (JSON text); NULL when none.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "reserve_price", USD_PER_GPU_HOUR, "USD per GPU-hour: the island's reserve price."
+            ),
+            TICK_SECONDS,
+        ),
+    ),
 )
 assert {t.name for t in HISTORY} == set(TABLES)
 

@@ -70,7 +70,7 @@ class HistoryExporter:
         ends by then, for a caller that knows no tick before it is still to come (`simulate`,
         its market stopped: its last tick's window is history too)."""
         try:
-            for island, first, last in self._store.query("history_islands", {}):
+            for island, first, last in self._store.query("history_spans", {}):
                 until = floor_time(last, WINDOW)
                 if through is not None:
                     until = max(until, floor_time(through, WINDOW))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-TABLES = ("cluster_rates", "allocations", "ladder", "receipts", "ticks")
+TABLES = ("cluster_rates", "allocations", "ladder", "receipts", "bids", "islands", "ticks")
 """Exported in this order: `ticks` last, so its parts say how far an island is exported."""
 
 WINDOW = timedelta(minutes=5)

@@ -411,6 +411,62 @@ RECEIPTS: Final = Table(
     ],
 )
 
+# --- the record: what each tick's auctions used, the islands as the ticks ran them ---------
+
+
+@dataclass(frozen=True, slots=True)
+class BidRow:
+    """One part of one of a tick's auctions (market/auction_record.py; docs/history-tables.md
+    `bids` says what each part's columns hold)."""
+
+    island: str
+    tick: int
+    time: datetime
+    auction: str
+    part: str
+    cluster: str | None
+    unit: str | None
+    nodes: int
+    price: Decimal | None
+    age: int | None
+    ends_at: datetime | None
+    locked_by_clearing: bool | None
+    gpus_per_node: int | None
+
+
+BIDS: Final = Table(
+    "bids",
+    BidRow,
+    [
+        *_TICK,
+        Column("auction", VARCHAR),
+        Column("part", VARCHAR),
+        Column("cluster", VARCHAR, null=True),
+        Column("unit", VARCHAR, null=True),
+        Column("nodes", INTEGER),
+        Column("price", USD, null=True),
+        Column("age", INTEGER, null=True),
+        Column("ends_at", TIMESTAMPTZ, null=True),
+        Column("locked_by_clearing", BOOLEAN, null=True),
+        Column("gpus_per_node", INTEGER, null=True),
+    ],
+)
+
+ISLAND_TERMS_RECORD: Final[Table[Any]] = Table(
+    "island_terms",
+    None,
+    [
+        _own("island", VARCHAR),
+        _own("tick", BIGINT),
+        _own("time", TIMESTAMPTZ),
+        _own("gpus_per_node", INTEGER),
+        _own("nodes", INTEGER),
+        Column("node_spec", VARCHAR, null=True, unmapped=True),
+        _own("reserve_price", USD),
+    ],
+)
+"""The island's terms from the first tick that ran on them (sql/record_island_terms.sql)."""
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -427,5 +483,7 @@ TABLES: Final = (
     LADDER,
     VERDICTS,
     RECEIPTS,
+    BIDS,
+    ISLAND_TERMS_RECORD,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from burstmarket.auction import Clearing
+from burstmarket.auction import Clearing, IslandInput, Release
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
 from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
@@ -42,6 +42,34 @@ class TickInput:
     """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
 
 
+# --- the record of a tick's auctions: the history's `bids` (docs/history.md "The record") ---
+
+
+@dataclass(frozen=True, slots=True)
+class StepDown:
+    """Nodes of one cluster stepping down from a base load block under their window, fixed
+    outside the auction at one lock (tick/clearing.py `with_step_downs`)."""
+
+    cluster: str
+    nodes: int
+    locked_price: int
+    """µUSD per GPU-hour."""
+    locked_by_clearing: bool
+    """They had no price locked: the tick locked them at the lowest rate its auction cleared at
+    (tick/block_terms.py `clearing_lock`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuctionRecord:
+    """One auction of a tick as the history keeps it, enough for the engine to run it again:
+    its input, the step-downs fixed beside it, and (for the auction the ladders price) the
+    window releases the published ladder's later rungs come from."""
+
+    auction: IslandInput
+    step_downs: tuple[StepDown, ...] = ()
+    releases: tuple[Release, ...] = ()
+
+
 @dataclass(slots=True)
 class TickOutput:
     clearing: Clearing
@@ -71,3 +99,8 @@ class TickOutput:
     """Kind -> the own ladder of a cluster of that kind made since the tick."""
     receipts: list[Receipt] = field(default_factory=list)
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
+    bids: AuctionRecord | None = None
+    """The auction the tick cleared, with its step-downs (None only before `run_tick` sets
+    it)."""
+    next_bids: AuctionRecord | None = None
+    """The auction the ladders were priced on (`next_bids`), with its window releases."""
