@@ -1,38 +1,19 @@
--- Schema 10: the record (docs/history.md "The record"): what each tick's auctions used, so the
--- engine runs them again from the history alone, and the islands as the ticks ran them.
+-- Schema 10: why demand waited, tick by tick (docs/history.md "The ledger, verdicts and
+-- pending"): the clusters' rows keep only the latest cause, so each tick also appends one row
+-- per cluster whose demand waits after it, in the tick's transaction.
 --
--- bids: per tick, one row per part of the auction it cleared (auction 'now') and of the one
---       its ladders priced (auction 'next'): 'supply' (contestable nodes, the reserve in
---       `price`, gpus_per_node), 'unit' (a unit that bid: cluster, unit id, nodes, price, its
---       place in the age order), 'protected' (nodes fixed under a window at their cap),
---       'step_down' (nodes stepping down from a block at their lock; locked_by_clearing when
---       the tick locked them at its lowest rate), and for 'next' 'release' (nodes whose windows
---       end at `ends_at`) and 'release_unit' (a unit their holders bid then). Prices USD per GPU-hour,
---       exact to the µUSD, as the other market-data tables.
--- island_terms: an island's terms, one row from the first tick that ran on them (written by
---       the tick when they differ from the island's last row).
-CREATE TABLE bids (
-    island             VARCHAR NOT NULL,
-    tick               BIGINT NOT NULL,
-    time               TIMESTAMPTZ NOT NULL,
-    auction            VARCHAR NOT NULL,
-    part               VARCHAR NOT NULL,
-    cluster            VARCHAR,
-    unit               VARCHAR,
-    nodes              INTEGER NOT NULL,
-    price              DECIMAL(18, 6),
-    age                INTEGER,
-    ends_at            TIMESTAMPTZ,
-    locked_by_clearing BOOLEAN,
-    gpus_per_node      INTEGER
-);
-
-CREATE TABLE island_terms (
-    island        VARCHAR NOT NULL,
-    tick          BIGINT NOT NULL,
-    time          TIMESTAMPTZ NOT NULL,
-    gpus_per_node INTEGER NOT NULL,
-    nodes         INTEGER NOT NULL,
-    node_spec     VARCHAR,
-    reserve_price DECIMAL(18, 6) NOT NULL
+-- pending.gpus:           the GPUs the cluster asks for and does not hold after the tick.
+-- pending.pending_reason, pending_detail: the cause and its figures, as the cluster's row
+--                         kept them at that tick (schema 9); NULL when no cause holds.
+CREATE TABLE pending (
+    island         VARCHAR NOT NULL,
+    tick           BIGINT NOT NULL,
+    cluster        VARCHAR NOT NULL,
+    gpus           INTEGER NOT NULL,
+    pending_reason VARCHAR,
+    pending_detail STRUCT(
+        since BIGINT, balance BIGINT, spend_left BIGINT, worst_case BIGINT, ceiling BIGINT,
+        reserve BIGINT, nodes BIGINT, market_nodes BIGINT, contestable_at BIGINT, price BIGINT,
+        gpus BIGINT
+    )
 );

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from burstmarket.history.layout import TABLES
+from burstmarket.history.layout import ACCOUNT_ROWS, TABLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,12 @@ class HistoryTable:
 
 
 USD_PER_GPU_HOUR = "DECIMAL(18,6)"
+PENDING_DETAIL = (
+    "STRUCT(since TIMESTAMP WITH TIME ZONE, balance DECIMAL(18,6), spend_left DECIMAL(18,6), "
+    "worst_case DECIMAL(18,6), ceiling DECIMAL(18,6), reserve DECIMAL(18,6), nodes INTEGER, "
+    "market_nodes INTEGER, contestable_at TIMESTAMP WITH TIME ZONE, price DECIMAL(18,6), "
+    "gpus INTEGER)"
+)
 
 TICK = HistoryColumn("tick", "BIGINT", "Tick number, consecutive per island from 1.")
 TIME = HistoryColumn(
@@ -235,6 +241,146 @@ HISTORY = (
                 "capped",
                 "BOOLEAN",
                 "The protected part is the locked price (the cap), not what they displace.",
+            ),
+            TICK_SECONDS,
+        ),
+    ),
+    HistoryTable(
+        "ledger",
+        "Every money row of the store's ledger, once: market billing (`charge`, `refund`, "
+        "`hold`), base load billing (`base_load`), the spend guard's `commitment` and "
+        "`release`, `deposit`, `wire`, and a base load purchase's `security_deposit`, "
+        '`deposit_return` and `receivable` (docs/history.md "The ledger" says what each '
+        "kind is, and which ones the balance sums). A row is in the window and island of "
+        "its own island and time; one with no island (an account's deposit, a wire) is "
+        f"under `island={ACCOUNT_ROWS}`, which reads as a NULL island. Sorted by time.",
+        (
+            HistoryColumn(
+                "time",
+                "TIMESTAMP WITH TIME ZONE",
+                "Market time the row was written (UTC): its tick's time, or the time of the "
+                "request that wrote it.",
+            ),
+            HistoryColumn(
+                "tick",
+                "BIGINT",
+                "The tick that wrote the row; NULL for a row a request wrote (a deposit, a "
+                "scale-down's refund, a base load purchase).",
+                nullable=True,
+            ),
+            HistoryColumn("account", "VARCHAR", "The account the row is money of."),
+            HistoryColumn(
+                "cluster",
+                "VARCHAR",
+                "The cluster the row bills or is for; NULL for an account's own row (a "
+                "deposit, a wire that settled no purchase).",
+                nullable=True,
+            ),
+            HistoryColumn("kind", "VARCHAR", "What the row is: one of the kinds above."),
+            HistoryColumn(
+                "block",
+                "VARCHAR",
+                "The base load block a `base_load` row bills; the purchase a "
+                "`security_deposit`, `deposit_return`, `receivable` or `wire` is for.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "node",
+                "VARCHAR",
+                "The node a row of one node bills (a hold, a refund, held time).",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "period_start",
+                "TIMESTAMP WITH TIME ZONE",
+                "Start of the interval a billed row covers; NULL for a row with none.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "period_end",
+                "TIMESTAMP WITH TIME ZONE",
+                "End (exclusive) of that interval.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "gpus",
+                "INTEGER",
+                "GPUs the row bills over its interval (negative: given back); the GPUs a "
+                "commitment or release covers; 0 for a row of money alone.",
+            ),
+            HistoryColumn(
+                "rate",
+                USD_PER_GPU_HOUR,
+                "USD per GPU-hour a billed row bills at; NULL for a row with no interval.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "amount_units",
+                "DECIMAL(38,0)",
+                "The amount, exact, in ledger units (µUSD per hour × ms: 3.6e12 make one "
+                "USD): rate × gpus × the interval's ms for a billed row. Positive: owed by "
+                "the account; negative: credit (a deposit, a wire, a refund). Sum these for "
+                "exact totals.",
+            ),
+            HistoryColumn(
+                "amount_usd",
+                "DECIMAL(18,6)",
+                "The same in USD, rounded half away from zero to 6 decimals (not exact: sum "
+                "amount_units, then divide by 3.6e12).",
+            ),
+            HistoryColumn(
+                "tick_seconds",
+                "DECIMAL(12,3)",
+                "The interval of the tick that wrote the row; NULL with no tick.",
+                nullable=True,
+            ),
+        ),
+    ),
+    HistoryTable(
+        "verdicts",
+        "One row per tick and verdict standing against a cluster's demand after the tick "
+        '(docs/market.md "Refusals").',
+        (
+            TICK,
+            TIME,
+            HistoryColumn("cluster", "VARCHAR", "The cluster the verdict is on."),
+            HistoryColumn(
+                "verdict",
+                "VARCHAR",
+                "`bid-too-low` (its demand is under the reserve), `spend-limit` or "
+                "`billing-hold` (its new demand is held back).",
+            ),
+            TICK_SECONDS,
+        ),
+    ),
+    HistoryTable(
+        "pending",
+        "One row per tick and cluster whose demand waits after the tick: the GPUs it asks "
+        'for and does not hold, and why (docs/market.md "Why it waits"), as the tick '
+        "decided them.",
+        (
+            TICK,
+            TIME,
+            HistoryColumn("cluster", "VARCHAR", "The cluster."),
+            HistoryColumn("gpus", "INTEGER", "GPUs asked for and not held after the tick."),
+            HistoryColumn(
+                "pending_reason",
+                "VARCHAR",
+                "The first cause that holds, in docs/market.md's order (`billing-hold`, "
+                "`spend-limit`, `bid-too-low`, `PackingDisabled`, `ReservedBusy`, "
+                "`ReservedTooSmall`, `no-supply`, `windows`, `outbid`); NULL when none does.",
+                nullable=True,
+            ),
+            HistoryColumn(
+                "pending_detail",
+                PENDING_DETAIL,
+                "The cause's figures, each member NULL unless the cause sets it: `since` "
+                "(billing-hold began), `balance`, `spend_left`, `worst_case` (USD), "
+                "`ceiling`, `reserve`, `price` (USD per GPU-hour: the price to win then "
+                "under windows, the price to win under outbid), `nodes`, `market_nodes`, "
+                "`gpus` (counts), `contestable_at` (when the nodes can be won). NULL with "
+                "no cause.",
+                nullable=True,
             ),
             TICK_SECONDS,
         ),

@@ -58,12 +58,14 @@ from burstmarket.market.tables import (
     LEDGER,
     NODE_STATE,
     NODES,
+    PENDING,
     RECEIPTS,
     TICKS,
     VERDICTS,
     AllocationRow,
     ClusterRateRow,
     LadderRow,
+    PendingRow,
     TickRow,
     VerdictRow,
 )
@@ -257,6 +259,7 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
     RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
+    PENDING.insert(cur, [PendingRow(island, tick, *w) for w in out.waiting])
     _write_record(cur, inp, out)
 
 

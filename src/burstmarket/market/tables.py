@@ -28,7 +28,7 @@ from burstmarket.market.model import (
     PendingDetail,
 )
 from burstmarket.market.receipts import Receipt
-from burstmarket.states import AllocationKind
+from burstmarket.states import AllocationKind, PendingReason
 from burstmarket.store.table import (
     BIGINT,
     BOOLEAN,
@@ -325,6 +325,19 @@ class VerdictRow:
     verdict: str
 
 
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    """A cluster whose demand waits after a tick: the GPUs, and why (its row keeps only the
+    latest cause; these keep every tick's)."""
+
+    island: str
+    tick: int
+    cluster: str
+    gpus: int
+    pending_reason: PendingReason | None
+    pending_detail: PendingDetail | None
+
+
 _TICK = [Column("island", VARCHAR), Column("tick", BIGINT), Column("time", TIMESTAMPTZ)]
 
 TICKS: Final = Table(
@@ -386,6 +399,19 @@ VERDICTS: Final = Table(
         Column("tick", BIGINT),
         Column("cluster", VARCHAR),
         Column("verdict", VARCHAR),
+    ],
+)
+
+PENDING: Final = Table(
+    "pending",
+    PendingRow,
+    [
+        Column("island", VARCHAR),
+        Column("tick", BIGINT),
+        Column("cluster", VARCHAR),
+        Column("gpus", INTEGER),
+        Column("pending_reason", VARCHAR, null=True),
+        Column("pending_detail", PENDING_DETAIL, null=True),
     ],
 )
 
@@ -483,6 +509,7 @@ TABLES: Final = (
     LADDER,
     VERDICTS,
     RECEIPTS,
+    PENDING,
     BIDS,
     ISLAND_TERMS_RECORD,
 )

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from burstmarket.auction import Clearing, IslandInput, Release
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
-from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, PendingDetail
 from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.receipts import Receipt
-from burstmarket.states import AllocationKind
+from burstmarket.states import AllocationKind, PendingReason
 
 
 @dataclass(slots=True)
@@ -99,6 +99,11 @@ class TickOutput:
     """Kind -> the own ladder of a cluster of that kind made since the tick."""
     receipts: list[Receipt] = field(default_factory=list)
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
+    waiting: list[tuple[str, int, PendingReason | None, PendingDetail | None]] = field(
+        default_factory=list
+    )
+    """(cluster, GPUs pending, cause, its figures) for every cluster whose demand waits after
+    the tick (pending GPUs or a cause), by cluster id."""
     bids: AuctionRecord | None = None
     """The auction the tick cleared, with its step-downs (None only before `run_tick` sets
     it)."""
