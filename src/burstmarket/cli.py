@@ -536,7 +536,7 @@ def verify_history(
 
     from rich.progress import Progress
 
-    from burstmarket.record.verify import count_ticks, recorded_islands, verify
+    from burstmarket.record.verify import recorded_islands, verify
 
     first = None if start is None else _utc(start, "--start")
     last = None if end is None else _utc(end, "--end")
@@ -552,9 +552,14 @@ def verify_history(
         )
     shown = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     with Progress(transient=True, disable=not shown) as progress:
-        total = count_ticks(history, island, first, last) if shown else None
-        task = progress.add_task("verifying", total=total)
-        found = verify(history, island, first, last, lambda: progress.update(task, advance=1))
+        task = progress.add_task("verifying ticks", total=None)
+        found = verify(
+            history,
+            island,
+            first,
+            last,
+            lambda done, total: progress.update(task, completed=done, total=total),
+        )
     for difference in found.differences:
         typer.echo(str(difference))
     typer.echo(found.summary())

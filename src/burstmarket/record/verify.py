@@ -20,11 +20,15 @@ in no table).
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +74,22 @@ def recorded_islands(root: Path) -> list[str]:
     return sorted(island for island in found if parts(root, "ticks", island))
 
 
-def count_ticks(
-    root: Path, island: str | None, start: datetime | None, end: datetime | None
-) -> int:
-    """How many recorded ticks verify would look at (for a progress bar's total)."""
-    with _views(root) as cur:
-        return len(fetch_tuples(cur, "verify_ticks", _range(island, start, end)))
+CHUNK_TICKS = 720
+"""Ticks of one island a worker re-runs at a time (two hours of 10-second ticks): islands and
+ticks are independent of each other, so a long history spreads over every core."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """Consecutive recorded ticks of one island: those in [start, end) (None: open)."""
+
+    island: str
+    start: datetime | None
+    end: datetime | None
+    ticks: int
+    first_recorded: int | None
+    """The island's first tick with bids: ticks before it come from before the record was
+    kept, with nothing to re-run (None: it has none)."""
 
 
 def verify(
@@ -83,25 +97,78 @@ def verify(
     island: str | None = None,
     start: datetime | None = None,
     end: datetime | None = None,
-    advance: Callable[[], None] = lambda: None,
+    progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> Verified:
     """Re-run every recorded tick of `island` (None: every island) in [start, end) (None:
-    open) from the history under `root`, calling `advance` after each tick."""
-    params = _range(island, start, end)
+    open) from the history under `root`; `progress(done, total)` as ticks are done."""
     with _views(root) as cur:
-        tables = _Tables.read(cur, params)
-        differences: list[Difference] = []
-        checked = 0
-        for name in sorted(tables.ticks):
-            record = _IslandRecord(name, tables)
-            for tick in sorted(tables.ticks[name].keys() | tables.bids[name].keys()):
-                found = record.check(tick)
-                if found is not None:
-                    checked += 1
-                    differences += found
-                advance()
-        differences += check_ledger(cur, island, start, end)
-    return Verified(checked, len(tables.ticks), sorted(differences))
+        spans = _spans(cur, island, start, end)
+    total = sum(span.ticks for span in spans)
+    progress(0, total)
+    checked, done, differences = 0, 0, []
+    jobs = [partial(_check_span, root, span) for span in spans]
+    ledger = partial(_check_ledger, root, island, start, end)
+    if total <= 2 * CHUNK_TICKS:  # not worth the workers' start (seconds: numba's kernels)
+        results = ((span, job()) for span, job in zip(spans, jobs, strict=True))
+        differences += ledger()
+        for span, (count, found) in results:
+            checked, done = checked + count, done + span.ticks
+            differences += found
+            progress(done, total)
+    else:
+        workers = min(os.cpu_count() or 1, len(jobs) + 1)
+        spawn = multiprocessing.get_context("spawn")  # nothing of this process's DuckDB copied
+        with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+            ledger_check = pool.submit(ledger)
+            running = {pool.submit(job): span for job, span in zip(jobs, spans, strict=True)}
+            for future in as_completed(running):
+                count, found = future.result()
+                checked, done = checked + count, done + running[future].ticks
+                differences += found
+                progress(done, total)
+            differences += ledger_check.result()
+    islands = len({span.island for span in spans})
+    return Verified(checked, islands, sorted(differences))
+
+
+def _spans(
+    cur: Cursor, island: str | None, start: datetime | None, end: datetime | None
+) -> list[_Span]:
+    """The recorded ticks in range, as spans of at most CHUNK_TICKS ticks of one island that
+    together cover the whole range."""
+    first = dict(fetch_tuples(cur, "verify_first_bids", {"island": island}))
+    times: dict[str, list[datetime]] = defaultdict(list)
+    for name, when in fetch_tuples(cur, "verify_tick_times", _range(island, start, end)):
+        times[name].append(when)
+    spans = []
+    for name, found in sorted(times.items()):
+        cuts = found[::CHUNK_TICKS]
+        bounds = [start, *cuts[1:], end]
+        for i in range(len(cuts)):
+            count = len(found[i * CHUNK_TICKS : (i + 1) * CHUNK_TICKS])
+            spans.append(_Span(name, bounds[i], bounds[i + 1], count, first.get(name)))
+    return spans
+
+
+def _check_span(root: Path, span: _Span) -> tuple[int, list[Difference]]:
+    """Re-run the ticks of `span`: how many had a record, and what they do not reproduce."""
+    with _views(root) as cur:
+        tables = _Tables.read(cur, _range(span.island, span.start, span.end))
+    record = _IslandRecord(span.island, tables, span.first_recorded)
+    checked, differences = 0, []
+    for tick in sorted(tables.ticks[span.island].keys() | tables.bids[span.island].keys()):
+        found = record.check(tick)
+        if found is not None:
+            checked += 1
+            differences += found
+    return checked, differences
+
+
+def _check_ledger(
+    root: Path, island: str | None, start: datetime | None, end: datetime | None
+) -> list[Difference]:
+    with _views(root) as cur:
+        return check_ledger(cur, island, start, end)
 
 
 @contextmanager
@@ -170,12 +237,10 @@ class _Tables:
 class _IslandRecord:
     """One island's recorded ticks, checked one by one."""
 
-    def __init__(self, island: str, tables: _Tables) -> None:
+    def __init__(self, island: str, tables: _Tables, first_recorded: int | None) -> None:
         self.island = island
         self.t = tables
-        recorded = tables.bids[island]
-        self.first_recorded = min(recorded) if recorded else None
-        """Ticks before it come from before the record was kept: nothing to re-run."""
+        self.first_recorded = first_recorded
 
     def check(self, tick: int) -> list[Difference] | None:
         """What tick `tick` does not reproduce; None when it has no record to re-run."""
@@ -304,6 +369,10 @@ class _IslandRecord:
     def _check_ladder(self, found: _Found, tick: int, time_ns: int, coming: AuctionRecord) -> None:
         rerun = published_ladder(coming.auction, coming.releases, time_ns)
         recorded = self.t.ladder[self.island].get(tick, [])
+        if [_rung(r) for r in recorded] == [
+            (r.nodes, r.gpus, r.price, r.contestable_at, r.later) for r in rerun
+        ]:
+            return  # the usual case, at once: what differs is named below
         if len(recorded) != len(rerun):
             found.add("ladder", f"rungs: recorded {len(recorded)}, re-run {len(rerun)}")
         for r, rung in zip(recorded, rerun, strict=False):
@@ -336,6 +405,11 @@ def _levels(levels: Iterable[Any] | None) -> list[tuple[int, int]] | None:
         (int(x["price"]), int(x["nodes"])) if isinstance(x, dict) else (int(x[0]), int(x[1]))
         for x in levels
     ]
+
+
+def _rung(r: Row) -> tuple[Any, ...]:
+    """A recorded rung as the engine's figures: (nodes, gpus, price, contestable_at, later)."""
+    return (r[2], r[3], r[4], r[5], tuple((at, price) for at, price in r[6] or ()))
 
 
 def _rung_fields(r: Row, rung: LadderRung) -> Iterable[tuple[str, object, object]]:
