@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,23 @@ def test_billing_per_account_per_day_from_the_docs_is_the_stores_ledger(
     for (*_, usd), (*_, units) in zip(rows, store, strict=True):
         assert usd == pytest.approx(float(units_to_usd(units)), abs=1e-6)
     assert any(base_load for _, _, _, base_load, _ in rows)  # the block's steps are billed
+
+
+def test_export_copies_the_ledger_with_its_rows_of_no_island(
+    simulated: Path, tmp_path: Path
+) -> None:
+    root = simulated / "history"
+    ((start, end),) = views(root).execute("SELECT min(time), max(time) FROM ledger").fetchall()
+    out = tmp_path / "export"
+    args = ["export", "--data-dir", str(simulated), "--out", str(out), "--start"]
+    args += [start.isoformat(), "--end", (end + timedelta(seconds=1)).isoformat()]
+    done = subprocess.run([str(BURSTMARKET), *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    copied = views(out).execute(HISTORY_LEDGER).fetchall()
+    assert sorted(copied, key=repr) == sorted(
+        views(root).execute(HISTORY_LEDGER).fetchall(), key=repr
+    )
+    assert any(row[12] is None for row in copied)  # the deposits came too
 
 
 def test_pending_rows_add_up_to_each_ticks_pending_gpus(simulated: Path) -> None:
