@@ -110,6 +110,13 @@ def test_the_ledger_check_passes_the_history_and_names_the_tick_of_a_tampered_ro
     assert {(d.island, d.tick, d.table) for d in found} == {("ref", number, "ledger")}
     assert any(f"cluster {cluster} charge: recorded" in d.what for d in found)
     assert check_ledger(views(ledger), "edge", None, None) == []  # the other island is intact
+    ((at,),) = (
+        views(root)
+        .execute(f"SELECT time FROM ticks WHERE island = 'ref' AND tick = {number}")
+        .fetchall()
+    )
+    assert check_ledger(views(ledger), "ref", None, at) == []  # the ticks before it are intact
+    assert check_ledger(views(ledger), None, at, None) == found
 
     where = f"tick = {number} AND cluster = '{cluster}'"
     rates = tamper(root, tmp_path / "rates", "cluster_rates", island, month, where, "rate")
