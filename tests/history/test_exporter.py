@@ -17,7 +17,7 @@ from tests.feed.support import START, MarketDB, backfill, two_clusters
 LADDER = ["2.1", "2.2", "2.35"]
 TIMED = [t for t in TABLES if t not in ("ledger", "verdicts", "pending")]
 """The tables whose store rows carry their tick's time, as `live` reads them (the others:
-tests/history/test_money_record.py)."""
+tests/record/test_money_record.py)."""
 STORE = {"islands": "island_terms"}
 """The store table a history table is exported from, where their names differ."""
 

@@ -250,9 +250,10 @@ HISTORY = (
         "Every money row of the store's ledger, once: market billing (`charge`, `refund`, "
         "`hold`), base load billing (`base_load`), the spend guard's `commitment` and "
         "`release`, `deposit`, `wire`, and a base load purchase's `security_deposit`, "
-        '`deposit_return` and `receivable` (docs/history.md "The ledger" says what each '
-        "kind is, and which ones the balance sums). A row is in the window and island of "
-        "its own island and time; one with no island (an account's deposit, a wire) is "
+        "`deposit_return` and `receivable` (what each kind is, and which the balance sums: "
+        'docs/history.md "The ledger, verdicts and pending"). A row is in the window and '
+        "island of its own island and time; one with no island (an account's deposit, a "
+        "wire) is "
         f"under `island={ACCOUNT_ROWS}`, which reads as a NULL island. Sorted by time.",
         (
             HistoryColumn(

@@ -31,7 +31,7 @@ from burstmarket.store.rows import Cursor, fetch_tuples
 TABLE = "ledger"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class _Key:
     island: str
     tick: int
@@ -59,7 +59,7 @@ def _rates_against_charges(con: Cursor, params: dict[str, Any]) -> list[Differen
     for i, t, c, units in fetch_tuples(con, "record_ledger_charges", params):
         charges.setdefault(_Key(i, t, c), []).append(int(units))
     found: list[Difference] = []
-    for key in sorted(rates.keys() | charges.keys(), key=lambda k: (k.island, k.tick, k.cluster)):
+    for key in sorted(rates.keys() | charges.keys()):
         recorded = charges.get(key, [])
         if key not in rates:
             what = f"cluster {key.cluster} charged {_units(sum(recorded))} with no recorded rate"
