@@ -1,19 +1,19 @@
--- Schema 10: the demand journal (docs/history.md "demand"): every request that changed the
--- market, written in the transaction of its change, in the order the market took them, so a
--- backtest (burstmarket backtest) can place everyone's demand again at its market time.
+-- Schema 10: why demand waited, tick by tick (docs/history.md "The ledger, verdicts and
+-- pending"): the clusters' rows keep only the latest cause, so each tick also appends one row
+-- per cluster whose demand waits after it, in the tick's transaction.
 --
--- seq:     the order the changes committed in (from demand_seq; a rolled-back one leaves a gap)
--- time:    market time of the change
--- island:  the island it concerns; NULL for an account's (accounts, credits, wires)
--- cluster: the cluster it acts for (a tenant's token) or names (an operator's request)
--- method, path, body: the request as sent (body as JSON text, '' for none)
-CREATE SEQUENCE demand_seq START 1;
-CREATE TABLE demand (
-    seq BIGINT NOT NULL,
-    time TIMESTAMP WITH TIME ZONE NOT NULL,
-    island VARCHAR,
-    cluster VARCHAR,
-    method VARCHAR NOT NULL,
-    path VARCHAR NOT NULL,
-    body VARCHAR NOT NULL
+-- pending.gpus:           the GPUs the cluster asks for and does not hold after the tick.
+-- pending.pending_reason, pending_detail: the cause and its figures, as the cluster's row
+--                         kept them at that tick (schema 9); NULL when no cause holds.
+CREATE TABLE pending (
+    island         VARCHAR NOT NULL,
+    tick           BIGINT NOT NULL,
+    cluster        VARCHAR NOT NULL,
+    gpus           INTEGER NOT NULL,
+    pending_reason VARCHAR,
+    pending_detail STRUCT(
+        since BIGINT, balance BIGINT, spend_left BIGINT, worst_case BIGINT, ceiling BIGINT,
+        reserve BIGINT, nodes BIGINT, market_nodes BIGINT, contestable_at BIGINT, price BIGINT,
+        gpus BIGINT
+    )
 );

@@ -41,11 +41,13 @@ RUN_ELSEWHERE = {
         ],
     ),
     ("docs/analysts.md", "sql"): (
-        3,
+        4,
         [
             "tests/history/test_analyst_queries.py::test_the_duckdb_queries_run_as_written",
             "tests/simulation/test_simulate.py::"
             "test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours",
+            "tests/record/test_money_record.py::"
+            "test_billing_per_account_per_day_from_the_docs_is_the_stores_ledger",
         ],
     ),
     ("docs/analysts.md", "python"): (
