@@ -22,9 +22,6 @@ import cProfile
 import io
 import os
 import pstats
-import shutil
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,36 +29,7 @@ from pathlib import Path
 from burstmarket.record.backtest import Options, backtest
 from burstmarket.record.own_bids import own_bids
 from burstmarket.record.recorded import read
-
-BURSTMARKET = Path(sys.executable).parent / "burstmarket"
-BENCH = Path(__file__).parents[1] / "data" / "bench"
-
-
-def build(out: Path, hours: float) -> float:
-    """Simulate the period into `out` (beside it first: a half-built one is never taken for
-    one); the seconds it took."""
-    building = out.with_name(out.name + ".building")
-    shutil.rmtree(building, ignore_errors=True)
-    started = time.perf_counter()
-    days = f"{hours / 24:.6f}"
-    subprocess.run(
-        [
-            str(BURSTMARKET),
-            "simulate",
-            "--days",
-            days,
-            "--tick-seconds",
-            "10",
-            "--out",
-            str(building),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    took = time.perf_counter() - started
-    shutil.rmtree(out, ignore_errors=True)
-    building.rename(out)
-    return took
+from simulated import BENCH, build
 
 
 def busiest_vm(history: Path) -> str:
@@ -81,7 +49,7 @@ def main() -> None:
     period = BENCH / f"backtest-{args.hours:g}h"
     if args.rebuild or not (period / "history").is_dir():
         print(f"building {period} (simulate, 10-second ticks) ...", flush=True)
-        print(f"built in {build(period, args.hours):.0f} s")
+        print(f"built in {build(period, args.hours / 24):.0f} s")
     history = period / "history"
     ticks = len(read(history).ticks)
     cluster = busiest_vm(history)

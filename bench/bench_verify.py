@@ -15,42 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from burstmarket.record.verify import verify
+from simulated import BENCH, build
 
-BURSTMARKET = Path(sys.executable).parent / "burstmarket"
-DAY = Path(__file__).parents[1] / "data" / "bench" / "verify-day"
-
-
-def build(out: Path) -> float:
-    """Simulate the day into `out` (beside it first: a half-built day is never taken for one);
-    the seconds it took."""
-    building = out.with_name(out.name + ".building")
-    shutil.rmtree(building, ignore_errors=True)
-    started = time.perf_counter()
-    subprocess.run(
-        [
-            str(BURSTMARKET),
-            "simulate",
-            "--days",
-            "1",
-            "--tick-seconds",
-            "10",
-            "--out",
-            str(building),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    took = time.perf_counter() - started
-    shutil.rmtree(out, ignore_errors=True)
-    building.rename(out)
-    return took
+DAY = BENCH / "verify-day"
 
 
 def main() -> None:
@@ -60,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rebuild or not (args.day / "history").is_dir():
         print(f"building {args.day} (simulate --days 1 --tick-seconds 10) ...", flush=True)
-        print(f"built in {build(args.day):.0f} s")
+        print(f"built in {build(args.day, 1):.0f} s")
     load = os.getloadavg()
     started = time.perf_counter()
     found = verify(args.day / "history")

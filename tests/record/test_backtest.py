@@ -88,15 +88,18 @@ def assert_identity(simulated: Path, kept: Path, result: Result) -> None:
     ticks = result.ticks
     assert ticks.height == 24
     assert ticks["held_gpus"].sum() > 0, "a cluster that held nothing proves little"
-    for column in ("held_gpus", "market_gpus", "rate", "amount_usd"):
+    for column in (
+        "held_gpus",
+        "market_gpus",
+        "rate",
+        "amount_usd",
+        "pending_gpus",
+        "pending_reason",
+    ):
         assert ticks[column].to_list() == ticks[f"recorded_{column}"].to_list(), column
     assert result.recorded is not None
     mine, was = result.strategy, result.recorded
-    assert (mine.held_gpu_hours, mine.spend_usd, mine.mean_rate) == (
-        was.held_gpu_hours,
-        was.spend_usd,
-        was.mean_rate,
-    )
+    assert mine == was
     assert result.others_refused == 0
     for name in COMPARED:
         assert table(kept / "history", name).equals(table(simulated / "history", name)), name

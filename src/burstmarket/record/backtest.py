@@ -346,14 +346,7 @@ class _Run:
         if bid is not None:
             seat.planned = self._asks(bid)
             seat.bid = bid
-        seat.rows.append(
-            {
-                "tick": event.tick,
-                "pending_gpus": row.pending_gpus,
-                "pending_reason": row.pending_reason,
-                "refused": ",".join(refused) or None,
-            }
-        )
+        seat.rows.append({"tick": event.tick, "refused": ",".join(refused) or None})
 
     async def _take_seat(self) -> None:
         """The cluster's declaration as the market holds it when the strategy takes over."""
@@ -429,12 +422,7 @@ class _Run:
         own = recorded.cluster_ticks(self.data_dir / "history", seat.island, seat.cluster, gpn)
         asked = pl.DataFrame(
             seat.rows,
-            schema={
-                "tick": pl.Int64,
-                "pending_gpus": pl.Int64,
-                "pending_reason": pl.String,
-                "refused": pl.String,
-            },
+            schema={"tick": pl.Int64, "refused": pl.String},
         )
         ticks = own.join(asked, on="tick", how="inner")
         was = None
@@ -499,9 +487,8 @@ def _figures(ticks: pl.DataFrame, prefix: str, tick_seconds: float) -> Figures:
     market = Decimal(int(ticks[f"{prefix}market_gpus"].sum())) * hours
     spend = sum(ticks[f"{prefix}amount_usd"].to_list(), Decimal(0))
     pending = None
-    if f"{prefix}pending_gpus" in ticks.columns:
-        waited = ticks.filter(pl.col(f"{prefix}pending_gpus") > 0).height
-        pending = waited * hours
+    if ticks[f"{prefix}pending_gpus"].null_count() < ticks.height:  # null: not in the record
+        pending = ticks.filter(pl.col(f"{prefix}pending_gpus") > 0).height * hours
     mean = None if market == 0 else (spend / market).quantize(Decimal("0.000001"))
     return Figures(held, pending, spend, mean)
 

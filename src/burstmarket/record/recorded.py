@@ -94,7 +94,8 @@ def scan(root: Path, table: str) -> pl.LazyFrame:
 
 def cluster_ticks(root: Path, island: str, cluster: str, gpus_per_node: int) -> pl.DataFrame:
     """Per tick of `island`: what `cluster` held after it (every node, GPUs), what it held in
-    the market, its rate and what the tick billed it (0 where it held no market node)."""
+    the market, its rate and what the tick billed it (0 where it held no market node), and
+    the GPUs it asked for and did not hold, with why (null in a history without `pending`)."""
     ticks = scan(root, "ticks").filter(pl.col("island") == island).select("tick", "time")
     rates = (
         scan(root, "cluster_rates")
@@ -107,7 +108,7 @@ def cluster_ticks(root: Path, island: str, cluster: str, gpus_per_node: int) -> 
         .group_by("tick")
         .agg((pl.len() * gpus_per_node).cast(pl.Int64).alias("held_gpus"))
     )
-    return (
+    joined = (
         ticks.join(held, on="tick", how="left")
         .join(rates, on="tick", how="left")
         .with_columns(
@@ -115,6 +116,19 @@ def cluster_ticks(root: Path, island: str, cluster: str, gpus_per_node: int) -> 
             pl.col("market_gpus").fill_null(0).cast(pl.Int64),
             pl.col("amount_usd").fill_null(0),
         )
-        .sort("tick")
-        .collect()
     )
+    if (root / "pending").is_dir():
+        pending = (
+            scan(root, "pending")
+            .filter((pl.col("island") == island) & (pl.col("cluster") == cluster))
+            .select("tick", pl.col("gpus").cast(pl.Int64).alias("pending_gpus"), "pending_reason")
+        )
+        joined = joined.join(pending, on="tick", how="left").with_columns(
+            pl.col("pending_gpus").fill_null(0)
+        )
+    else:  # a history from before the pending table: not in the record
+        joined = joined.with_columns(
+            pl.lit(None, pl.Int64).alias("pending_gpus"),
+            pl.lit(None, pl.String).alias("pending_reason"),
+        )
+    return joined.sort("tick").collect()
