@@ -224,7 +224,7 @@ def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
     assert {(cluster, day): gpu_hours for cluster, day, _, gpu_hours in per_day} == per_cluster
     assert {island for island, *_ in percentiles} == {"edge", "ref"}
 
-    (code,) = docs.code("docs/analysts.md", "python")
+    (code,) = docs.code("docs/analysts.md", "python", "# Analysts: the history")
     scope: dict[str, Any] = {}
     exec(code, scope)
     polars_hourly: pl.DataFrame = scope["hourly_vwap"]
