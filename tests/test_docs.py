@@ -41,16 +41,22 @@ RUN_ELSEWHERE = {
         ],
     ),
     ("docs/analysts.md", "sql"): (
-        3,
+        4,
         [
             "tests/history/test_analyst_queries.py::test_the_duckdb_queries_run_as_written",
             "tests/simulation/test_simulate.py::"
             "test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours",
+            "tests/record/test_money_record.py::"
+            "test_billing_per_account_per_day_from_the_docs_is_the_stores_ledger",
         ],
     ),
     ("docs/analysts.md", "python"): (
-        1,
-        ["tests/history/test_analyst_queries.py::test_the_polars_queries_run_as_written"],
+        2,
+        [
+            "tests/history/test_analyst_queries.py::test_the_polars_queries_run_as_written",
+            "tests/record/test_backtest.py::"
+            "test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them",
+        ],
     ),
 }
 # Run here: shell lines are parsed (and the engine's pipeline run), `console` blocks run and

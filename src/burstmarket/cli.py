@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import typing
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -510,6 +511,149 @@ def export_history(
     if not written:
         refuse(f"nothing to export: {history} holds no history from {start} to {end}")
     typer.echo(f"{len(written)} Parquet files written under {out}")
+
+
+@app.command(name="verify")
+def verify_history(
+    history: Annotated[
+        Path, typer.Option(help="The history to check: a data dir's history/ (Parquet).")
+    ],
+    island: Annotated[str | None, typer.Option(help="Only this island; default all.")] = None,
+    start: Annotated[
+        str | None, typer.Option(help="First tick time, RFC 3339 (UTC if no zone).")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option(help="End, exclusive, RFC 3339 (UTC if no zone).")
+    ] = None,
+) -> None:
+    """Re-run every recorded tick from the history alone and compare it with the record.
+
+    No store and no server: the engine's own code runs on each tick's recorded bids, and its
+    winners' nodes, payments, rates, receipts, ladder and statistics are compared to the µUSD
+    with what the history holds, and the ledger with billing recomputed from the rates. Prints
+    each difference on a line, then a summary; exits 1 on any difference, 0 on none.
+    """
+    import os
+
+    from rich.progress import Progress
+
+    from burstmarket.record.verify import recorded_islands, verify
+
+    first = None if start is None else _utc(start, "--start")
+    last = None if end is None else _utc(end, "--end")
+    if first is not None and last is not None and last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    known = recorded_islands(history)
+    if not known:
+        raise typer.BadParameter(f"{history} holds no recorded ticks", param_hint="--history")
+    if island is not None and island not in known:
+        raise typer.BadParameter(
+            f"no history of island {island} in {history} (it holds {', '.join(known)})",
+            param_hint="--island",
+        )
+    shown = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    with Progress(transient=True, disable=not shown) as progress:
+        task = progress.add_task("verifying ticks", total=None)
+        found = verify(
+            history,
+            island,
+            first,
+            last,
+            lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    for difference in found.differences:
+        typer.echo(str(difference))
+    typer.echo(found.summary())
+    if found.differences:
+        raise typer.Exit(code=1)
+
+
+@app.command(name="backtest")
+def backtest_strategy(
+    history: Annotated[
+        Path, typer.Option(help="A history dir (DATA_DIR/history, or simulate's OUT/history).")
+    ],
+    strategy: Annotated[
+        Path, typer.Option(help="A Python file defining decide(tick, own) (docs/analysts.md).")
+    ],
+    cluster: Annotated[
+        str | None, typer.Option(help="The recorded cluster whose place the strategy takes.")
+    ] = None,
+    as_newcomer: Annotated[
+        str | None, typer.Option(help="Or: the strategy is a new cluster of this kind (vm, k8s).")
+    ] = None,
+    island: Annotated[
+        str | None, typer.Option(help="The newcomer's island (when the record has several).")
+    ] = None,
+    start: Annotated[
+        str | None, typer.Option(help="The period's start, RFC 3339 (default: the record's).")
+    ] = None,
+    end: Annotated[
+        str | None, typer.Option(help="Its end, exclusive, RFC 3339 (default: the record's).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="The Parquet file of one row per tick.")] = Path(
+        "backtest.parquet"
+    ),
+) -> None:
+    """Re-run a recorded period with a strategy's bids in one cluster's place, or as a newcomer.
+
+    Everyone else's recorded demand is placed again at its market time and every tick runs
+    again, the whole tick, with the service's own code; prints what the strategy held, waited
+    and paid beside what the cluster did in the record. The backtest market's log goes to
+    OUT's name with `.log`.
+    """
+    import logging
+
+    from rich.progress import Progress
+
+    from burstmarket import logsafe
+    from burstmarket.record import backtest as bt
+    from burstmarket.record.strategy import StrategyError, load
+    from burstmarket.states import Kind
+
+    kinds = typing.get_args(Kind)
+
+    if (cluster is None) == (as_newcomer is None):
+        raise typer.BadParameter("name --cluster or --as-newcomer KIND, one of them")
+    if as_newcomer is not None and as_newcomer not in kinds:
+        raise typer.BadParameter(f"one of {', '.join(kinds)}", param_hint="--as-newcomer")
+    first = None if start is None else _utc(start, "--start")
+    last = None if end is None else _utc(end, "--end")
+    if first is not None and last is not None and last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    try:
+        decide = load(strategy)
+    except StrategyError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--strategy") from None
+    # the backtest market's own log lines (a refusal of the strategy's bids) go beside --out
+    logsafe.configure("text", logging.FileHandler(out.with_suffix(".log")))
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per replayed request
+    options = bt.Options(
+        history,
+        decide,
+        cluster=cluster,
+        newcomer=as_newcomer,  # type: ignore[arg-type]  # one of the kinds, checked above
+        island=island,
+        start=first,
+        end=last,
+    )
+    try:
+        with Progress(transient=True) as progress:
+            task = progress.add_task("ticks", total=None)
+            result = bt.backtest(
+                options, lambda done, total: progress.update(task, completed=done, total=total)
+            )
+    except bt.NoHistory as exc:
+        raise typer.BadParameter(str(exc), param_hint="--history") from None
+    except bt.BacktestError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except StrategyError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--strategy") from None
+    try:
+        result.ticks.write_parquet(out)
+    except OSError as exc:
+        refuse(f"cannot write {out}: {exc.strerror or exc}")
+    typer.echo(bt.report(result, out))
 
 
 def _utc(value: str, name: str) -> datetime:

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from burstmarket.history.layout import (
+    ACCOUNT_ROWS,
     TABLES,
     month_dir,
     month_end,
@@ -45,7 +46,8 @@ def export(
     db = Database(":memory:")
     try:
         reader = Reader(db)
-        for island in only or islands(history):
+        # the ledger's rows of no island come with the whole history, not with one island's
+        for island in only or [*islands(history), ACCOUNT_ROWS]:
             for table in TABLES:
                 months: dict[datetime, list[str]] = {}
                 for part in parts_between(history, table, island, start, end):

@@ -17,6 +17,8 @@ import polars as pl
 import pytest
 
 from burstmarket.history.dictionary import HISTORY, PARTITIONS
+from burstmarket.history.layout import ACCOUNT_ROWS
+from burstmarket.history.layout import TABLES as history_tables
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
@@ -169,7 +171,7 @@ def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> N
     # no work or trash directory left beside the history: a glob over the data dir reads it all
     assert sorted(p.name for p in simulated.iterdir() if p.is_dir()) == ["history"]
     layout = re.compile(
-        r"history/(ticks|cluster_rates|allocations|ladder|receipts)/island=(ref|edge)/"
+        rf"history/({'|'.join(history_tables)})/island=(ref|edge|{ACCOUNT_ROWS})/"
         r"month=\d{4}-\d{2}/\d{8}T\d{6}Z_\d{8}T\d{6}Z\.parquet"
     )
     found = [
@@ -184,7 +186,9 @@ def test_nothing_but_the_history_lies_where_a_reader_globs(simulated: Path) -> N
     )
     ((each,),) = query(
         "SELECT "
-        + " + ".join(f"(SELECT count(*) FROM {parquet(simulated / 'history', t)})" for t in TABLES)
+        + " + ".join(
+            f"(SELECT count(*) FROM {parquet(simulated / 'history', t)})" for t in history_tables
+        )
     )
     assert rows == each
 
@@ -205,7 +209,8 @@ def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
     simulated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(simulated.parent)  # the queries read `data/history/...`, as written
-    hourly, per_day, percentiles = (query(text) for text in docs.code("docs/analysts.md", "sql"))
+    # the last, billing per account per day: tests/record/test_money_record.py
+    hourly, per_day, percentiles, _ = (query(text) for text in docs.code("docs/analysts.md", "sql"))
     billed = ledger_gpu_hours(simulated, "island, time_bucket(INTERVAL 1 HOUR, billed_at)")
     # two islands, every hour once the tenants have arrived: they bid at the step after the
     # midnight tick (they come in over its first minutes), are granted the tick after that and
@@ -219,7 +224,7 @@ def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
     assert {(cluster, day): gpu_hours for cluster, day, _, gpu_hours in per_day} == per_cluster
     assert {island for island, *_ in percentiles} == {"edge", "ref"}
 
-    (code,) = docs.code("docs/analysts.md", "python")
+    (code,) = docs.code("docs/analysts.md", "python", "# Analysts: the history")
     scope: dict[str, Any] = {}
     exec(code, scope)
     polars_hourly: pl.DataFrame = scope["hourly_vwap"]

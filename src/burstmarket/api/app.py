@@ -8,12 +8,13 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 import msgspec
-from litestar import Litestar, MediaType, Response, get
+from litestar import Litestar, MediaType, Request, Response, get
 from litestar.di import Provide
 from litestar.types import ControllerRouterHandler
 
@@ -24,6 +25,7 @@ from burstmarket.api.bodies import StrictBody
 from burstmarket.api.dependencies import Dependencies
 from burstmarket.api.errors import HANDLERS
 from burstmarket.api.ratelimit import RateLimits
+from burstmarket.api.recording import recorder
 from burstmarket.api.web import STATIC, answer_options, cors, favicon, feed_options, static_file
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock, SystemClock, from_datetime
 from burstmarket.feed.feed import build_feed
@@ -83,6 +85,21 @@ def _lost(island: str) -> None:
     not renew it): stop, so that no island is ever ticked by two processes."""
     log.error("island %s is run by another process now (its lease lapsed): stopping", island)
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _before_request(
+    record: Callable[[Request[Any, Any, Any]], Awaitable[None]],
+) -> Callable[[Request[Any, Any, Any]], Awaitable[Response[None] | None]]:
+    """OPTIONS answers with every method of the path (api/web.py); any other request says what
+    the demand journal records of it (api/recording.py) and goes on to its handler."""
+
+    async def before(request: Request[Any, Any, Any]) -> Response[None] | None:
+        answered = await answer_options(request)
+        if answered is None:
+            await record(request)
+        return answered
+
+    return before
 
 
 def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -> Litestar:
@@ -161,7 +178,7 @@ def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -
     app = Litestar(
         route_handlers=handlers,
         dependencies={"deps": Provide(lambda: deps, sync_to_thread=False)},
-        before_request=answer_options,  # OPTIONS: every method of the path
+        before_request=_before_request(recorder(market, clock)),
         dto=StrictBody,  # every handler's `data`: api/bodies.py
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],
@@ -173,4 +190,5 @@ def create_app(settings: Settings, opening: Callable[[], None] = lambda: None) -
         logging_config=None,  # server.py configures logging once for the process
     )
     apidoc.finish(app.openapi_schema)
+    app.state.market = market  # for an in-process driver that ticks it (record/backtest.py)
     return app

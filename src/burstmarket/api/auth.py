@@ -23,7 +23,7 @@ from burstmarket.market.market import Market
 Connection = ASGIConnection[Any, Any, Any, Any]
 
 
-def _bearer(connection: Connection) -> str | None:
+def bearer(connection: Connection) -> str | None:
     header = connection.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -54,7 +54,7 @@ class Tokens:
     async def cluster(self, connection: Connection, _: BaseRouteHandler) -> None:
         """Guard of the tenant router: a cluster's token, within its rate; the cluster's id is
         left in `connection.state.cluster` (for `me` and the REFUSED line)."""
-        token = _bearer(connection)
+        token = bearer(connection)
         if token is None:
             raise Unauthorized("a cluster token is required: 'Authorization: Bearer <token>'")
         cluster = self._market.cluster_for_token(token)
@@ -71,7 +71,7 @@ class Tokens:
             raise Forbidden(
                 "the operator endpoints are closed: BURSTMARKET_OPERATOR_TOKEN is not set"
             )
-        token = _bearer(connection)
+        token = bearer(connection)
         if token is None:
             raise Unauthorized("the operator token is required: 'Authorization: Bearer <token>'")
         if self._is_operator(token):

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from burstmarket import metrics
 from burstmarket.history.layout import (
+    ACCOUNT_ROWS,
     TABLES,
     WINDOW,
     Part,
@@ -70,10 +71,12 @@ class HistoryExporter:
         ends by then, for a caller that knows no tick before it is still to come (`simulate`,
         its market stopped: its last tick's window is history too)."""
         try:
-            for island, first, last in self._store.query("history_islands", {}):
+            latest: datetime | None = through
+            for island, first, last in self._store.query("history_spans", {}):
                 until = floor_time(last, WINDOW)
                 if through is not None:
                     until = max(until, floor_time(through, WINDOW))
+                latest = until if latest is None else max(latest, until)
                 done = exported_through(self.root, island) or floor_time(first, WINDOW)
                 self._drop_leftovers(island, done)
                 start = done
@@ -83,21 +86,51 @@ class HistoryExporter:
                     start = end
                 with metrics.HISTORY_COMPACTION_SECONDS.time():
                     self._compact(island, max(done, until))
+            if latest is not None:
+                self._export_account_rows(floor_time(latest, WINDOW))
         finally:
             # what a compaction cut short leaves here is only unswapped copies: never data
             shutil.rmtree(self._work, ignore_errors=True)
 
     def _export(self, island: str, start: datetime, end: datetime) -> None:
         for table in TABLES:
-            folder = month_dir(self.root, table, island, start)
-            folder.mkdir(parents=True, exist_ok=True)
-            final = folder / part_name(start, end)
-            temp = final.with_suffix(".tmp")
-            params = {"island": island, "start": start, "end": end, "path": str(temp)}
-            self._store.query(f"history_{table}", params)
-            os.replace(temp, final)
-            metrics.HISTORY_FILES.labels(table).inc()
+            self._write_part(table, island, island, start, end)
         log.info("history: exported island=%s %s..%s", island, start, end)
+
+    def _export_account_rows(self, until: datetime) -> None:
+        """The ledger rows of no island, in their own partition (layout.ACCOUNT_ROWS), window
+        by window up to `until`, where the furthest island is exported: market time has passed
+        it, so no row can still be written before it. Its own ledger parts say how far it is done
+        (there is nothing else in the partition to keep in step with)."""
+        found = parts(self.root, "ledger", ACCOUNT_ROWS)
+        ((first,),) = self._store.query("history_account_rows", {})
+        if found:
+            done = max(part.end for part in found)
+        elif first is not None:
+            done = floor_time(first, WINDOW)
+        else:
+            return
+        start = done
+        while start < until:
+            end = min(until, day_end(start))
+            self._write_part("ledger", ACCOUNT_ROWS, None, start, end)
+            start = end
+        with metrics.HISTORY_COMPACTION_SECONDS.time():
+            self._compact(ACCOUNT_ROWS, max(done, until))
+
+    def _write_part(
+        self, table: str, partition: str, island: str | None, start: datetime, end: datetime
+    ) -> None:
+        """One part of `table` under `island=<partition>`: the rows of `island` (None: of no
+        island) in [start, end)."""
+        folder = month_dir(self.root, table, partition, start)
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / part_name(start, end)
+        temp = final.with_suffix(".tmp")
+        params = {"island": island, "start": start, "end": end, "path": str(temp)}
+        self._store.query(f"history_{table}", params)
+        os.replace(temp, final)
+        metrics.HISTORY_FILES.labels(table).inc()
 
     def _drop_leftovers(self, island: str, done: datetime) -> None:
         """Parts written past the last complete window (a crash mid-export) are rewritten."""

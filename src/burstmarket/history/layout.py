@@ -11,8 +11,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-TABLES = ("cluster_rates", "allocations", "ladder", "receipts", "ticks")
+TABLES = (
+    "cluster_rates",
+    "allocations",
+    "ladder",
+    "receipts",
+    "ledger",
+    "verdicts",
+    "pending",
+    "bids",
+    "islands",
+    "demand",
+    "ticks",
+)
 """Exported in this order: `ticks` last, so its parts say how far an island is exported."""
+
+ACCOUNT_ROWS = "__HIVE_DEFAULT_PARTITION__"
+"""The `island=` partition of the ledger rows that belong to no island (an account's deposits,
+its wires): Hive's name for a NULL partition value, so `hive_partitioning` reads their island
+as NULL, and no island id can take it from them (an id is a name; this one is reserved)."""
 
 WINDOW = timedelta(minutes=5)
 """History is written for every closed window of this much market time."""

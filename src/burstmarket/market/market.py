@@ -20,8 +20,11 @@ the parts they use and keep no reference to the market.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
+
+import msgspec
 
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock
 from burstmarket.events import TickCommitted
@@ -32,13 +35,16 @@ from burstmarket.market.lock import MarketLock
 from burstmarket.market.model import Island
 from burstmarket.market.runner import TickRunner
 from burstmarket.market.tables import TABLES
+from burstmarket.money import micros_to_decimal
 from burstmarket.settings import IslandSpec, Settings
-from burstmarket.store import Database
+from burstmarket.store import Database, journal
 from burstmarket.store.rows import fetch
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[TickCommitted], None]
+_AS_SENT = msgspec.json.Encoder(decimal_format="number")
+"""Money as a request carries it: a JSON number."""
 
 
 class Market:
@@ -54,8 +60,13 @@ class Market:
             # BURSTMARKET_CLOCK_START only seeds a new store
             clock.resume(int(resumed))
         if not islands and settings.first_island is not None:
-            with db.write() as cur:
-                create_island(cur, _island(settings.first_island), clock.now_ns())
+            # journalled as the operator's request that would make it (store/journal.py)
+            journal.record(_first_island_request(settings.first_island, clock))
+            try:
+                with db.write() as cur:
+                    create_island(cur, _island(settings.first_island), clock.now_ns())
+            finally:
+                journal.record(None)
         with db.read() as cur:
             self.figures = Figures(cur, settings.tick_ms * NS_PER_MS, started_at=clock.now_ns())
         self.hot = Hot(db, self.figures, self.lock)
@@ -95,6 +106,19 @@ class Market:
                 log.exception(
                     "tick listener %r failed on %s/%d", listener, event.island, event.tick
                 )
+
+
+def _first_island_request(spec: IslandSpec, clock: Clock) -> journal.Entry:
+    change: dict[str, object] = {
+        "gpus_per_node": spec.gpus_per_node,
+        "nodes": spec.nodes,
+        "reserve_price": micros_to_decimal(spec.reserve_price),
+    }
+    if spec.node_spec is not None:
+        change["node_spec"] = json.loads(spec.node_spec)
+    body = _AS_SENT.encode(change).decode()
+    path = f"/api/admin/islands/{spec.id}"
+    return journal.Entry(clock.now_ns, "PUT", path, body, None, spec.id)
 
 
 def _island(spec: IslandSpec) -> Island:

@@ -27,6 +27,7 @@ from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
+from burstmarket.market.auction_record import bid_rows
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
 from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
@@ -44,6 +45,7 @@ from burstmarket.market.model import (
 from burstmarket.market.purchases import purchase_money
 from burstmarket.market.tables import (
     ALLOCATIONS,
+    BIDS,
     BLOCK_PROGRESS,
     BLOCKS,
     CLUSTER_RATES,
@@ -56,19 +58,21 @@ from burstmarket.market.tables import (
     LEDGER,
     NODE_STATE,
     NODES,
+    PENDING,
     RECEIPTS,
     TICKS,
     VERDICTS,
     AllocationRow,
     ClusterRateRow,
     LadderRow,
+    PendingRow,
     TickRow,
     VerdictRow,
 )
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import micros_to_decimal, units_to_usd, usd
 from burstmarket.store import Database
-from burstmarket.store.rows import Cursor, fetch, fetch_arrow
+from burstmarket.store.rows import Cursor, fetch, fetch_arrow, run
 
 
 class TickRunner:
@@ -255,6 +259,28 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
     RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
+    PENDING.insert(cur, [PendingRow(island, tick, *w) for w in out.waiting])
+    _write_record(cur, inp, out)
+
+
+def _write_record(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+    """The record of the tick (docs/history.md "The record"): every part of its two auctions,
+    and the island's terms when they changed since its last recorded tick."""
+    island, when = inp.island, to_datetime(inp.time)
+    assert out.bids is not None  # run_tick sets both
+    assert out.next_bids is not None
+    BIDS.insert(cur, bid_rows(island.id, inp.tick, when, out.bids, out.next_bids))
+    run(
+        cur,
+        "record_island_terms",
+        island=island.id,
+        tick=inp.tick,
+        time=when,
+        gpus_per_node=island.gpus_per_node,
+        nodes=island.nodes,
+        node_spec=island.node_spec,
+        reserve_price=micros_to_decimal(island.reserve_price),
+    )
 
 
 def _committed(

@@ -28,7 +28,7 @@ from burstmarket.market.model import (
     PendingDetail,
 )
 from burstmarket.market.receipts import Receipt
-from burstmarket.states import AllocationKind
+from burstmarket.states import AllocationKind, PendingReason
 from burstmarket.store.table import (
     BIGINT,
     BOOLEAN,
@@ -325,6 +325,19 @@ class VerdictRow:
     verdict: str
 
 
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    """A cluster whose demand waits after a tick: the GPUs, and why (its row keeps only the
+    latest cause; these keep every tick's)."""
+
+    island: str
+    tick: int
+    cluster: str
+    gpus: int
+    pending_reason: PendingReason | None
+    pending_detail: PendingDetail | None
+
+
 _TICK = [Column("island", VARCHAR), Column("tick", BIGINT), Column("time", TIMESTAMPTZ)]
 
 TICKS: Final = Table(
@@ -389,6 +402,19 @@ VERDICTS: Final = Table(
     ],
 )
 
+PENDING: Final = Table(
+    "pending",
+    PendingRow,
+    [
+        Column("island", VARCHAR),
+        Column("tick", BIGINT),
+        Column("cluster", VARCHAR),
+        Column("gpus", INTEGER),
+        Column("pending_reason", VARCHAR, null=True),
+        Column("pending_detail", PENDING_DETAIL, null=True),
+    ],
+)
+
 RECEIPTS: Final = Table(
     "receipts",
     Receipt,
@@ -411,6 +437,77 @@ RECEIPTS: Final = Table(
     ],
 )
 
+# --- the record: what each tick's auctions used, the islands as the ticks ran them ---------
+
+
+@dataclass(frozen=True, slots=True)
+class BidRow:
+    """One part of one of a tick's auctions (market/auction_record.py; docs/history-tables.md
+    `bids` says what each part's columns hold)."""
+
+    island: str
+    tick: int
+    time: datetime
+    auction: str
+    part: str
+    cluster: str | None
+    unit: str | None
+    nodes: int
+    price: Decimal | None
+    age: int | None
+    ends_at: datetime | None
+    locked_by_clearing: bool | None
+    gpus_per_node: int | None
+
+
+BIDS: Final = Table(
+    "bids",
+    BidRow,
+    [
+        *_TICK,
+        Column("auction", VARCHAR),
+        Column("part", VARCHAR),
+        Column("cluster", VARCHAR, null=True),
+        Column("unit", VARCHAR, null=True),
+        Column("nodes", INTEGER),
+        Column("price", USD, null=True),
+        Column("age", INTEGER, null=True),
+        Column("ends_at", TIMESTAMPTZ, null=True),
+        Column("locked_by_clearing", BOOLEAN, null=True),
+        Column("gpus_per_node", INTEGER, null=True),
+    ],
+)
+
+ISLAND_TERMS_RECORD: Final[Table[Any]] = Table(
+    "island_terms",
+    None,
+    [
+        _own("island", VARCHAR),
+        _own("tick", BIGINT),
+        _own("time", TIMESTAMPTZ),
+        _own("gpus_per_node", INTEGER),
+        _own("nodes", INTEGER),
+        Column("node_spec", VARCHAR, null=True, unmapped=True),
+        _own("reserve_price", USD),
+    ],
+)
+"""The island's terms from the first tick that ran on them (sql/record_island_terms.sql)."""
+
+DEMAND: Final[Table[Any]] = Table(
+    "demand",
+    None,
+    [
+        _own("seq", BIGINT),
+        _own("time", TIMESTAMPTZ),
+        Column("island", VARCHAR, null=True, unmapped=True),
+        Column("cluster", VARCHAR, null=True, unmapped=True),
+        _own("method", VARCHAR),
+        _own("path", VARCHAR),
+        _own("body", VARCHAR),
+    ],
+)
+"""The demand journal (store/journal.py): read and written by named SQL only."""
+
 TABLES: Final = (
     ISLANDS,
     OFFERS,
@@ -427,5 +524,9 @@ TABLES: Final = (
     LADDER,
     VERDICTS,
     RECEIPTS,
+    PENDING,
+    BIDS,
+    ISLAND_TERMS_RECORD,
+    DEMAND,
 )
 """Every table of the market's store (the migrations' schema_version aside)."""

@@ -9,6 +9,7 @@ from burstmarket.store.database import (
 )
 from burstmarket.store.faults import store_fault
 from burstmarket.store.reader import Reader
+from burstmarket.store.scratch import scratch
 from burstmarket.store.writer import Batch
 
 __all__ = [
@@ -18,5 +19,6 @@ __all__ = [
     "Reader",
     "StoreOpenError",
     "TableDriftError",
+    "scratch",
     "store_fault",
 ]

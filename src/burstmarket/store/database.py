@@ -38,6 +38,7 @@ import duckdb
 
 from burstmarket.errors import StoreUnavailable
 from burstmarket.shipped import migrations, sql
+from burstmarket.store import journal
 from burstmarket.store.faults import first_line
 from burstmarket.store.rows import Cursor, fetch_tuples, forget_batches
 from burstmarket.store.table import Table
@@ -175,7 +176,11 @@ class Database:
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
+                # the request this transaction serves, recorded with its change (journal.py)
+                recorded = journal.write(cur, journal.current())
                 cur.execute("COMMIT")
+                if recorded is not None:
+                    recorded()
             except BaseException as exc:
                 # after a failed COMMIT (a full disk) DuckDB has rolled back already
                 with suppress(duckdb.Error):

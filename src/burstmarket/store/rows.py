@@ -54,11 +54,22 @@ def query_arrow(
     """The result of `sql/<name>.sql` as Arrow through the relation API, which hands DuckDB's
     result over without a row-by-row copy (the series' large reads). `parts` fills the
     statement's `{placeholder}`s with SQL text the caller built (never with client input)."""
+    table: pa.Table = cur.sql(_filled(name, parts), params=dict(params)).to_arrow_table()
+    return table
+
+
+def run_filled(cur: Cursor, name: str, parts: Mapping[str, str]) -> None:
+    """Run `sql/<name>.sql` for its effect, its `{placeholder}`s filled with SQL text the caller
+    built (never with client input): for a statement that takes no parameters, such as a
+    view's definition."""
+    cur.execute(_filled(name, parts))
+
+
+def _filled(name: str, parts: Mapping[str, str] | None) -> str:
     text = sql(name)
     for placeholder, part in (parts or {}).items():
         text = text.replace(f"{{{placeholder}}}", part)
-    table: pa.Table = cur.sql(text, params=dict(params)).to_arrow_table()
-    return table
+    return text
 
 
 def run(cur: Cursor, name: str, /, **params: Any) -> None:

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 from burstmarket import metrics
 from burstmarket.errors import MarketError
+from burstmarket.store import journal
 from burstmarket.store.faults import store_fault
 from burstmarket.store.rows import Cursor
 
@@ -72,6 +73,8 @@ class Batch:
 @dataclass(eq=False, slots=True)
 class _Job:
     run: Callable[[Batch], Any]
+    entry: journal.Entry | None
+    """The request it serves, recorded with its change (store/journal.py)."""
     future: Future[Any] = field(default_factory=Future)
 
 
@@ -93,7 +96,7 @@ class GroupWriter:
                         target=self._loop, name="store-writer", daemon=True
                     )
                     self._thread.start()
-        queued = _Job(job)
+        queued = _Job(job, journal.current())
         self._queue.put(queued)
         return queued.future
 
@@ -140,14 +143,21 @@ class GroupWriter:
         outcomes: list[tuple[bool, Any]] = []
         with self._db.held():
             batch: Batch | None = None
+            recorded: list[Callable[[], None]] = []
             try:
                 with metrics.WRITER_COMMIT_SECONDS.time(), self._db.write() as cur:
                     batch = Batch(cur)
                     for job in jobs:
                         try:
-                            outcomes.append((True, job.run(batch)))
+                            outcomes.append((True, answer := job.run(batch)))
                         except MarketError as refusal:
                             outcomes.append((False, refusal))
+                            continue
+                        if not isinstance(answer, journal.Unrecorded):
+                            # in the jobs' order: the order their changes take (their seq)
+                            mark = journal.write(cur, job.entry)
+                            if mark is not None:
+                                recorded.append(mark)
                     for before in batch._before:
                         before(cur)
             except Exception as exc:
@@ -170,6 +180,8 @@ class GroupWriter:
                 jobs[0].future.set_exception(exc)
                 return True
             assert batch is not None
+            for mark in recorded:
+                mark()
             # committed: the jobs' in-memory bookkeeping, before any other write runs
             try:
                 for after in batch._after:

@@ -11,6 +11,7 @@ import msgspec
 from burstmarket.clock import NS_PER_S
 from burstmarket.contract import IslandChange, IslandView
 from burstmarket.errors import Conflict, Invalid
+from burstmarket.history.layout import ACCOUNT_ROWS
 from burstmarket.market.desks.inputs import name, node_spec, optional_price
 from burstmarket.market.islands import add_nodes, create_island
 from burstmarket.market.lookups import read_island
@@ -89,6 +90,8 @@ def _terms(island_id: str, change: IslandChange) -> Terms:
 
 
 def _create(cur: Cursor, island_id: str, terms: Terms, now: int) -> None:
+    if island_id == ACCOUNT_ROWS:  # the history's partition of the ledger rows of no island
+        raise Invalid("id", "is reserved for the history's ledger rows of no island")
     g, nodes, reserve = terms.gpus_per_node, terms.nodes, terms.reserve_price
     if g is None or nodes is None or reserve is None:
         raise Invalid("island", "a new island needs gpus_per_node, nodes and reserve_price")

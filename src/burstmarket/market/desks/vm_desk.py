@@ -27,6 +27,7 @@ from burstmarket.market.model import Cluster, Island, Node, newest_first, resize
 from burstmarket.market.pending_view import pending_detail_view
 from burstmarket.money import maybe_usd
 from burstmarket.store import Batch
+from burstmarket.store.journal import Unrecorded
 from burstmarket.store.rows import Cursor
 
 
@@ -60,7 +61,7 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
-class AfterTick:
+class AfterTick(Unrecorded):
     """A declaration that must run after the island's tick in flight (market/runner.py, step 2)."""
 
     done: Future[None]

@@ -29,13 +29,14 @@ from burstmarket.market.tick.apply import apply
 from burstmarket.market.tick.clearing import (
     clear_round,
     next_bids,
+    step_down_groups,
     window_releases,
     with_step_downs,
 )
 from burstmarket.market.tick.output import gather_output
 from burstmarket.market.tick.own import holdings, newcomers
 from burstmarket.market.tick.tick_state import TickState
-from burstmarket.market.tick.types import TickInput, TickOutput
+from burstmarket.market.tick.types import AuctionRecord, TickInput, TickOutput
 
 __all__ = ["TickInput", "TickOutput", "run_tick"]
 
@@ -60,9 +61,11 @@ def run_tick(inp: TickInput) -> TickOutput:
     # 4-7. the auction; nodes stepping down from a block stay out of it: those with no price
     # to lock are locked at the lowest rate it clears at, then each pays its lock
     bids, clearing = clear_round(s)
+    unpriced = set(s.unpriced)
     if s.unpriced:
         block_terms.lock_step_downs(s, clearing.stats.min)
-    clearing = with_step_downs(s, bids, clearing)
+    step_downs = step_down_groups(bids.stepping_down, unpriced)
+    clearing = with_step_downs(clearing, step_downs, s.gpus_per_node)
     # 8. the outcome
     apply(s, bids, clearing)
     s.provisioned()
@@ -93,5 +96,10 @@ def run_tick(inp: TickInput) -> TickOutput:
         s.reserve_price,
         s.gpus_per_node,
         inp.interval_ns,
+    )
+    # the record: all the auctions used, so the history can run them again (docs/history.md)
+    out.bids = AuctionRecord(bids.auction, step_downs)
+    out.next_bids = AuctionRecord(
+        coming.auction, step_down_groups(coming.stepping_down, ()), tuple(releases)
     )
     return out

@@ -94,10 +94,16 @@ def _step_down(s: TickState, b: Block) -> None:
 def lock_step_downs(s: TickState, lowest: int | None) -> None:
     """Lock the stepped-down nodes with no price at `lowest`, the lowest rate the tick clears
     at without them (never under the reserve; the reserve when nothing clears)."""
-    locked = s.reserve_price if lowest is None else max(s.reserve_price, lowest)
+    locked = clearing_lock(s.reserve_price, lowest)
     for n in list(s.unpriced.values()):
         _lock(s, n, locked)
     s.unpriced.clear()
+
+
+def clearing_lock(reserve: int, lowest: int | None) -> int:
+    """The lock of a stepped-down node with no price: the lowest rate the tick clears at
+    without it, never under the reserve; the reserve when nothing clears."""
+    return reserve if lowest is None else max(reserve, lowest)
 
 
 def _lock(s: TickState, n: Node, locked: int) -> None:

@@ -9,7 +9,7 @@ pay their lock, exactly (`with_step_downs`). The ladder's later rungs come from 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from burstmarket.auction import (
@@ -25,6 +25,7 @@ from burstmarket.market.kinds import KINDS, Aged, Demand
 from burstmarket.market.model import BILLING_HOLD, Age, Cluster, Node
 from burstmarket.market.tick.demand import held_units, short_units
 from burstmarket.market.tick.tick_state import TickState
+from burstmarket.market.tick.types import StepDown
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,16 +118,25 @@ def steps_down(s: TickState, c: Cluster, n: Node) -> bool:
     return KINDS[c.kind].hold_ns is not None and n.window_open(s.now) and n.hold_until is None
 
 
-def with_step_downs(s: TickState, bids: Bids, clearing: Clearing) -> Clearing:
+def step_down_groups(nodes: Iterable[Node], unpriced: Container[str]) -> tuple[StepDown, ...]:
+    """The nodes stepping down from a block that pay a lock, by cluster and lock; `unpriced`:
+    the ids of those the tick locked at its clearing's lowest rate (`lock_step_downs`)."""
+    locks: Counter[tuple[str, int, bool]] = Counter()
+    for n in nodes:
+        if n.cluster is not None and n.block is None and n.locked_price is not None:
+            locks[(n.cluster, n.locked_price, n.id in unpriced)] += 1
+    return tuple(StepDown(c, k, price, fresh) for (c, price, fresh), k in sorted(locks.items()))
+
+
+def with_step_downs(clearing: Clearing, step_downs: Iterable[StepDown], g: int) -> Clearing:
     """The clearing with the nodes stepping down from a block, each paying its lock: "a node
     running work bills the locked price until the window closes" (docs/market.md "Base load").
     Nodes locked at the lowest rate this clearing gives are locked first (`lock_step_downs`)."""
     locks: Counter[tuple[str, int]] = Counter()
-    for n in bids.stepping_down:
-        if n.cluster is not None and n.block is None and n.locked_price is not None:
-            locks[(n.cluster, n.locked_price)] += 1
+    for group in step_downs:
+        locks[(group.cluster, group.locked_price)] += group.nodes
     holds = [Protected(c, k, price) for (c, price), k in sorted(locks.items())]
-    return with_fixed(clearing, holds, s.gpus_per_node)
+    return with_fixed(clearing, holds, g)
 
 
 def window_releases(s: TickState, protected: Iterable[Node]) -> list[Release]:

@@ -49,4 +49,9 @@ def gather_output(
         blocks=list(s.changed_blocks.values()),
         own_ladders=s.own_ladders,
         newcomer_ladders=s.newcomer_ladders,
+        waiting=[
+            (c.id, pending[c.id], c.pending_reason, c.pending_detail)
+            for c in s.sorted_clusters()
+            if pending[c.id] or c.pending_reason is not None
+        ],
     )

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from burstmarket.auction import Clearing
+from burstmarket.auction import Clearing, IslandInput, Release
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import Billed, Entry, PurchaseMoney
-from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node
+from burstmarket.market.model import Block, Cluster, Island, Job, JobEvent, Node, PendingDetail
 from burstmarket.market.own_ladder import OwnRung
 from burstmarket.market.receipts import Receipt
-from burstmarket.states import AllocationKind
+from burstmarket.states import AllocationKind, PendingReason
 
 
 @dataclass(slots=True)
@@ -40,6 +40,34 @@ class TickInput:
     """How far the island's market billing has gone (None: never billed)."""
     hold_since: dict[str, int] = field(default_factory=dict)
     """Account at or below zero whose billing hold starts -> since when it is (market ns)."""
+
+
+# --- the record of a tick's auctions: the history's `bids` (docs/history.md "The record") ---
+
+
+@dataclass(frozen=True, slots=True)
+class StepDown:
+    """Nodes of one cluster stepping down from a base load block under their window, fixed
+    outside the auction at one lock (tick/clearing.py `with_step_downs`)."""
+
+    cluster: str
+    nodes: int
+    locked_price: int
+    """µUSD per GPU-hour."""
+    locked_by_clearing: bool
+    """They had no price locked: the tick locked them at the lowest rate its auction cleared at
+    (tick/block_terms.py `clearing_lock`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuctionRecord:
+    """One auction of a tick as the history keeps it, enough for the engine to run it again:
+    its input, the step-downs fixed beside it, and (for the auction the ladders price) the
+    window releases the published ladder's later rungs come from."""
+
+    auction: IslandInput
+    step_downs: tuple[StepDown, ...] = ()
+    releases: tuple[Release, ...] = ()
 
 
 @dataclass(slots=True)
@@ -71,3 +99,13 @@ class TickOutput:
     """Kind -> the own ladder of a cluster of that kind made since the tick."""
     receipts: list[Receipt] = field(default_factory=list)
     """Why each cluster holding market nodes pays its rate (market/receipts.py)."""
+    waiting: list[tuple[str, int, PendingReason | None, PendingDetail | None]] = field(
+        default_factory=list
+    )
+    """(cluster, GPUs pending, cause, its figures) for every cluster whose demand waits after
+    the tick (pending GPUs or a cause), by cluster id."""
+    bids: AuctionRecord | None = None
+    """The auction the tick cleared, with its step-downs (None only before `run_tick` sets
+    it)."""
+    next_bids: AuctionRecord | None = None
+    """The auction the ladders were priced on (`next_bids`), with its window releases."""
