@@ -5,7 +5,7 @@ each). Prints figures; asserts nothing.
     .venv/bin/python bench/bench_verify.py --rebuild  # simulates the day again
 
 The day is `burstmarket simulate --days 1 --tick-seconds 10`, cached under data/bench/ (it takes
-the better part of an hour to build on a busy 2-core machine: the whole service ticks it, the
+62 minutes to build on a busy 2-core machine: the whole service ticks it, the
 tenants' requests included), and verify runs on its history as the command does: the engine
 re-run on every recorded tick, compared with the record, then the ledger's check. The figures:
 the recorded ticks re-run per second and the total time, with the load the machine had.
