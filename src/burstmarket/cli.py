@@ -17,6 +17,8 @@ from burstmarket import __version__
 if TYPE_CHECKING:
     import logging
 
+    from litestar import Litestar
+
     from burstmarket.settings import Settings
     from burstmarket.simulation.live import OperatorShown
 
@@ -356,6 +358,118 @@ def feed(
     except PortUnavailable as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+@app.command()
+def replay(
+    history: Annotated[
+        Path,
+        typer.Option(
+            help="A history directory: a data dir's history/, or what simulate or export wrote."
+        ),
+    ],
+    speed: Annotated[
+        str,
+        typer.Option(
+            help="Recorded seconds per wall second, or `max`: each tick once every client has "
+            "taken the last."
+        ),
+    ] = "1",
+    islands: Annotated[
+        str, typer.Option(help="Only these islands, comma-separated; default all recorded.")
+    ] = "",
+    start: Annotated[
+        str | None, typer.Option(help="First time replayed, RFC 3339 (UTC if no zone).")
+    ] = None,
+    end: Annotated[str | None, typer.Option(help="End, exclusive, RFC 3339 (UTC if no zone).")] = (
+        None
+    ),
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8002,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    log_format: LogOption = LogChoice.text,
+    cors_origins: CorsOption = "*",
+) -> None:
+    """Serve /ws/market, the latest-row market endpoints and the AsyncAPI document from a
+    recorded period of the Parquet history, in the live protocol (from_tick included), its
+    ticks at their recorded pace times SPEED. No store, no market."""
+    import logging
+
+    from burstmarket import logsafe
+    from burstmarket.api.replay_app import create_replay_app
+    from burstmarket.api.web import feed_options
+    from burstmarket.export import islands as recorded_islands
+    from burstmarket.feed.replay import Recording, Replay
+    from burstmarket.server import PortUnavailable
+    from burstmarket.server import serve as run_server
+
+    pace = _speed(speed)
+    first = None if start is None else _utc(start, "--start")
+    last = None if end is None else _utc(end, "--end")
+    if first is not None and last is not None and last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    if not history.is_dir():
+        raise typer.BadParameter(f"{history} is not a directory", param_hint="--history")
+    known = recorded_islands(history)
+    chosen = _listed(islands) or tuple(known)
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        refuse(
+            f"no history of island {', '.join(unknown)} in {history} "
+            f"(it holds {', '.join(known) or 'no island'})"
+        )
+    logsafe.configure(log_format.value)
+    log = logging.getLogger("burstmarket.feed")
+    settings = _settings(
+        log,
+        host=host,
+        port=port,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        log_format=log_format.value,
+        cors_origins=_listed(cors_origins),
+    )
+    recording = Recording(history, chosen, first, last)
+    if not recording.ticks:
+        recording.close()
+        refuse(f"nothing to replay: {history} holds no tick of {', '.join(chosen)} in that period")
+    ticks = recording.ticks
+
+    def started() -> None:
+        log.info(
+            "burstmarket %s: replaying %d ticks of %s (%s .. %s) at %s on ws://%s:%d/ws/market",
+            __version__,
+            len(ticks),
+            ", ".join(chosen),
+            ticks[0].time.isoformat(),
+            ticks[-1].time.isoformat(),
+            "the clients' pace" if pace is None else f"{pace:g}x",
+            host,
+            port,
+        )
+
+    def app_for(settings: Settings) -> Litestar:
+        return create_replay_app(settings, Replay(recording, feed_options(settings), pace))
+
+    try:
+        run_server(settings, app_for, started)
+    except PortUnavailable as exc:
+        log.error("%s", exc)
+        raise typer.Exit(code=1) from None
+
+
+def _speed(value: str) -> float | None:
+    """`--speed`: a positive number, or None for `max`."""
+    if value == "max":
+        return None
+    try:
+        speed = float(value)
+    except ValueError:
+        speed = 0.0
+    if not speed > 0 or speed == float("inf"):
+        raise typer.BadParameter("must be a positive number or max", param_hint="--speed")
+    return speed
 
 
 def _settings(log: logging.Logger, **flags: object) -> Settings:

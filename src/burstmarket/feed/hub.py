@@ -116,6 +116,12 @@ class Subscriber:
         """Frames held for this subscriber: queued, and those of its replays."""
         return len(self._queue) + sum(replay.held for replay in self._replays.values())
 
+    @property
+    def caught_up(self) -> bool:
+        """Whether it has taken everything it is owed: nothing held for it, and its socket
+        below its high-water mark (or it has gone)."""
+        return self.closed or (not self.held and self._writable.is_set())
+
     def offer(self, frame: bytes) -> None:
         if self.closed:
             return

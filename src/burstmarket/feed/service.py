@@ -137,6 +137,13 @@ class FeedService:
         """Open websocket connections."""
         return len(self._hub.connections)
 
+    def caught_up(self) -> bool:
+        """Whether some connection is on a channel and every connection has taken all it is
+        owed: what a replay as fast as the clients read waits for before each tick
+        (feed/replay.py)."""
+        connections = self._hub.connections
+        return any(s.channels for s in connections) and all(s.caught_up for s in connections)
+
     # -- publishing ----------------------------------------------------------------------------
 
     def note(self, island: str, tick: int, time: datetime) -> None:

@@ -1,0 +1,55 @@
+"""The app of `burstmarket replay` (feed/replay.py): the feed's websocket, latest-row endpoints
+and AsyncAPI document served from a recorded period of the Parquet history, the probes and the
+API docs; no store, no market, no tenant or operator endpoint."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+
+from burstmarket import __version__, apidoc, metrics
+from burstmarket.api import health
+from burstmarket.api.errors import HANDLERS
+from burstmarket.api.web import answer_options, cors
+from burstmarket.feed.replay import Replay
+from burstmarket.settings import Settings
+
+
+def create_replay_app(settings: Settings, replay: Replay) -> Litestar:
+    """The replay's feed endpoints; ready once the replay has published its first tick."""
+    metrics.SUBSCRIBERS.set_function(lambda: replay.service.subscribers)
+
+    async def checks() -> dict[str, health.Check]:
+        ticked = bool(replay.service.islands)
+        detail = "the record ended" if replay.finished.is_set() else "replaying"
+        return {"replay": {"ok": ticked, "detail": detail if ticked else "not started"}}
+
+    async def versions() -> dict[str, str]:
+        return {"version": __version__}
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        replay.start()
+        gc.collect()
+        gc.freeze()
+        try:
+            yield
+        finally:
+            await replay.stop()
+
+    app = Litestar(
+        route_handlers=[*replay.service.route_handlers, *health.probes(checks, versions)],
+        before_request=answer_options,  # OPTIONS: every method of the path
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        lifespan=[lifespan],
+        openapi_config=apidoc.openapi_config(),
+        request_max_body_size=settings.max_body_bytes,
+        cors_config=cors(settings),
+        debug=False,
+        logging_config=None,
+    )
+    apidoc.finish(app.openapi_schema)
+    return app
