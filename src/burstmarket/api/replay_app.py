@@ -32,7 +32,7 @@ def create_replay_app(settings: Settings, replay: Replay) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        replay.start()
+        await replay.start()
         gc.collect()
         gc.freeze()
         try:

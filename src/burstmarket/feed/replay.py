@@ -131,9 +131,15 @@ class Replay:
         known = self.service.islands.get(island)
         return None if known is None else known[0]
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Publish the record's opening ticks, then play the rest in a task: a client finds a
+        channel to subscribe to from the first request the app serves."""
         self.service.start()
-        self._task = asyncio.create_task(self._play(), name="replay")
+        ticks = self._order()
+        opening = self._opening(ticks)
+        for tick in ticks[:opening]:
+            await self._publish(tick)
+        self._task = asyncio.create_task(self._play(ticks[opening:]), name="replay")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -143,8 +149,8 @@ class Replay:
         self.recording.close()
 
     def _order(self) -> list[Tick]:
-        """The ticks in the order they go out. As fast as clients read, each island's first
-        tick goes out at once, so that there is a channel to subscribe to before anyone reads."""
+        """The ticks in the order they go out: by market time, but as fast as clients read,
+        each island's first tick first (they go out before anyone reads, `_opening`)."""
         ticks = self.recording.ticks
         if self.speed is not None:
             return ticks
@@ -154,29 +160,42 @@ class Replay:
         opening = set(firsts.values())
         return [*firsts.values(), *(tick for tick in ticks if tick not in opening)]
 
-    async def _play(self) -> None:
+    def _opening(self, ticks: list[Tick]) -> int:
+        """How many of `ticks` go out at the start: every island's first, as fast as clients
+        read; else those of the first tick's time."""
+        if self.speed is None:
+            return len({tick.island for tick in ticks})
+        return sum(1 for tick in ticks if tick.time == ticks[0].time)
+
+    async def _play(self, ticks: list[Tick]) -> None:
         loop = asyncio.get_running_loop()
-        ticks = self._order()
         began = loop.time()
-        opening = ticks[0].time if ticks else EARLIEST
+        opening = self.recording.ticks[0].time if self.recording.ticks else EARLIEST
         for tick in ticks:
             if self.speed is not None:
                 due = began + (tick.time - opening).total_seconds() / self.speed
                 if due > loop.time():
                     await asyncio.sleep(due - loop.time())
-            elif self._published(tick.island) is not None:  # an island's first never waits
+            else:
                 # Polled: "caught up" is every socket's flow control and queue at once, which
                 # no one event says.
                 while not self.service.caught_up():  # noqa: ASYNC110
                     await asyncio.sleep(CAUGHT_UP_POLL_SECONDS)
-            rows = [(spec, await self._row(spec, tick)) for spec in self.specs]
-            self.service.note(tick.island, tick.tick, tick.time)
-            for spec, row in rows:
-                if row is not None:
-                    self.service.publish(row, spec)
+            await self._publish(tick)
             await asyncio.sleep(0)  # let the sockets' frames in between two ticks
         self.finished.set()
-        log.info("replay: the record ends; %d ticks replayed, the feed stays up", len(ticks))
+        log.info(
+            "replay: the record ends; %d ticks replayed, the feed stays up",
+            len(self.recording.ticks),
+        )
+
+    async def _publish(self, tick: Tick) -> None:
+        """A recorded tick's row of every feed, as the live feed publishes a committed tick."""
+        rows = [(spec, await self._row(spec, tick)) for spec in self.specs]
+        self.service.note(tick.island, tick.tick, tick.time)
+        for spec, row in rows:
+            if row is not None:
+                self.service.publish(row, spec)
 
     async def _row(self, spec: FeedSpec, tick: Tick) -> Row | None:
         """The feed's row of a tick, read ahead `CHUNK` ticks at a time."""
