@@ -16,7 +16,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from burstmarket.history import scan
 from burstmarket.history.dictionary import HISTORY, PARTITIONS
+from burstmarket.history.scan import schema
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
@@ -250,6 +252,29 @@ def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Pat
         "WHERE contestable_at IS NOT NULL AND contestable_at > time"
     )
     assert later > 0
+
+
+def test_scan_reads_every_table_as_polars_with_the_dictionary_types(simulated: Path) -> None:
+    """`burstmarket.history.scan`: each table's real files, as Polars reads them of itself,
+    have the types the dictionary states (decimals exact, times UTC), and the scan, which holds
+    the files to those types, gives the rows DuckDB reads, to the µUSD."""
+    history = simulated / "history"
+    strings = {c.name: pl.String for c in PARTITIONS}
+    for table in HISTORY:
+        files = history / table.name / "**" / "*.parquet"
+        as_read = pl.scan_parquet(files, hive_partitioning=True, hive_schema=strings)
+        assert as_read.collect_schema() == schema(table.name), table.name
+        frame = scan(table.name, history).collect()
+        assert frame.schema == schema(table.name), table.name
+        assert list(frame.schema) == [c.name for c in (*table.columns, *PARTITIONS)]
+        ((rows,),) = query(f"SELECT count(*) FROM {parquet(history, table.name)}")
+        assert frame.height == rows > 0, table.name
+    paid = scan("cluster_rates", history).select(pl.col("amount_usd").sum()).collect().item()
+    ((summed,),) = query(f"SELECT sum(amount_usd) FROM {parquet(history, 'cluster_rates')}")
+    assert paid == summed
+    first = scan("ticks", history).select(pl.col("time").min()).collect().item()
+    assert first.tzinfo is not None
+    assert first.utcoffset() == timedelta(0)
 
 
 def test_simulated_receipts_cover_every_cluster_rate_and_add_up(simulated: Path) -> None:
