@@ -388,6 +388,8 @@ def replay(
     port: PortOption = 8002,
     feed_backlog: BacklogOption = 256,
     feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
     log_format: LogOption = LogChoice.text,
     cors_origins: CorsOption = "*",
 ) -> None:
@@ -427,6 +429,8 @@ def replay(
         port=port,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
         log_format=log_format.value,
         cors_origins=_listed(cors_origins),
     )

@@ -41,8 +41,6 @@ FEED_TABLES = ("ticks", "ladder", "cluster_rates")
 sql/replay_load_<table>.sql."""
 CHUNK = 256
 """Ticks of one feed and island read from the recording at a time for publishing."""
-CAUGHT_UP_POLL_SECONDS = 0.001
-"""How often `--speed max` looks whether every client has taken the last tick."""
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
@@ -177,10 +175,7 @@ class Replay:
                 if due > loop.time():
                     await asyncio.sleep(due - loop.time())
             else:
-                # Polled: "caught up" is every socket's flow control and queue at once, which
-                # no one event says.
-                while not self.service.caught_up():  # noqa: ASYNC110
-                    await asyncio.sleep(CAUGHT_UP_POLL_SECONDS)
+                await self.service.caught_up()
             await self._publish(tick)
             await asyncio.sleep(0)  # let the sockets' frames in between two ticks
         self.finished.set()
