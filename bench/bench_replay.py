@@ -28,7 +28,6 @@ import json
 import multiprocessing as mp
 import os
 import select
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from pathlib import Path
 
 import duckdb
 
-from bench_feed import cpu_seconds, free_port, load, masked, upgrade
+from bench_feed import connect, cpu_seconds, free_port, load, masked, split_frames
 
 BURSTMARKET = Path(sys.executable).parent / "burstmarket"
 DAY = Path("data/bench/day-10s")
@@ -78,32 +77,26 @@ def recorded(history: Path) -> dict[str, tuple[int, int]]:
 
 def subscribe_frame(islands: dict[str, tuple[int, int]]) -> bytes:
     channels = [f"{c}:{island}" for island in sorted(islands) for c in CHANNELS]
-    return masked(json.dumps({"op": "subscribe", "channels": channels}).encode())
+    frame = json.dumps({"op": "subscribe", "channels": channels}, separators=(",", ":"))
+    return masked(frame.encode())  # under 126 bytes for the demo islands (masked's limit)
 
 
-def last_frames(islands: dict[str, tuple[int, int]]) -> set[bytes]:
+def last_frames(islands: dict[str, tuple[int, int]]) -> tuple[bytes, ...]:
     """How the last recorded tick's update of each channel begins."""
-    return {
+    return tuple(
         b'{"type":"update","channel":"%s:%s","tick":%d,' % (c.encode(), island.encode(), last)
         for island, (last, _) in islands.items()
         for c in CHANNELS
-    }
+    )
 
 
-def connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(upgrade())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
-    return sock
-
-
-def client_process(port: int, count: int, frame: bytes, ends: set[bytes], pipe: Connection) -> None:
+def client_process(
+    port: int, count: int, frame: bytes, ends: tuple[bytes, ...], pipe: Connection
+) -> None:
     """`count` clients on one epoll loop: subscribes when told, then counts every `snapshot`
     and `update` frame until each has had the last tick of every channel; sends (subscribed
     at, last arrival, messages, bytes)."""
-    socks = [connect(port) for _ in range(count)]
+    socks = [connect(port)[0] for _ in range(count)]
     poller = select.epoll()
     buffers: dict[int, bytes] = {}
     got: dict[int, int] = {}
@@ -123,28 +116,17 @@ def client_process(port: int, count: int, frame: bytes, ends: set[bytes], pipe: 
         for fd, _ in poller.poll(1.0):
             chunk = os.read(fd, 1 << 20)
             received += len(chunk)
-            buffer = buffers[fd] + chunk
-            while len(buffer) >= 2:
-                length, offset = buffer[1] & 0x7F, 2
-                if length == 126:
-                    length, offset = int.from_bytes(buffer[2:4], "big"), 4
-                elif length == 127:
-                    length, offset = int.from_bytes(buffer[2:10], "big"), 10
-                if len(buffer) < offset + length:
-                    break
-                opcode = buffer[0] & 0x0F
+            found, buffers[fd] = split_frames(buffers[fd] + chunk)
+            for opcode, payload in found:
                 if opcode == 0x9:  # the server's keepalive ping: answer it
-                    os.write(fd, masked(buffer[offset : offset + length], 0xA))
-                elif buffer[offset : offset + 9] == b'{"type":"' and buffer[offset + 9] in b"us":
+                    os.write(fd, masked(payload, 0xA))
+                elif payload.startswith((b'{"type":"update"', b'{"type":"snapshot"')):
                     got[fd] += 1
-                    head = buffer[offset : offset + 80]
-                    if any(head.startswith(end) for end in ends):
+                    if payload.startswith(ends):
                         ended[fd] += 1
                         if ended[fd] == len(ends):
                             done += 1
                             last = time.time()
-                buffer = buffer[offset + length :]
-            buffers[fd] = buffer
     pipe.send((began, last, sum(got.values()), received))
     for sock in socks:
         sock.close()

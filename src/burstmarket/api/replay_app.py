@@ -10,10 +10,9 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 
-from burstmarket import __version__, apidoc, metrics
+from burstmarket import __version__, metrics
 from burstmarket.api import health
-from burstmarket.api.errors import HANDLERS
-from burstmarket.api.web import answer_options, cors
+from burstmarket.api.edge_app import feed_app
 from burstmarket.feed.replay import Replay
 from burstmarket.settings import Settings
 
@@ -40,16 +39,6 @@ def create_replay_app(settings: Settings, replay: Replay) -> Litestar:
         finally:
             await replay.stop()
 
-    app = Litestar(
-        route_handlers=[*replay.service.route_handlers, *health.probes(checks, versions)],
-        before_request=answer_options,  # OPTIONS: every method of the path
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
-        lifespan=[lifespan],
-        openapi_config=apidoc.openapi_config(),
-        request_max_body_size=settings.max_body_bytes,
-        cors_config=cors(settings),
-        debug=False,
-        logging_config=None,
+    return feed_app(
+        settings, [*replay.service.route_handlers, *health.probes(checks, versions)], lifespan
     )
-    apidoc.finish(app.openapi_schema)
-    return app
