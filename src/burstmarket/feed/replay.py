@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from burstmarket.feed.catalog import FeedSpec, load_catalog
+from burstmarket.feed.catalog import FeedSpec
 from burstmarket.feed.messages import Row
 from burstmarket.feed.reader import FeedReader
 from burstmarket.feed.service import FeedOptions, FeedService
@@ -118,7 +118,7 @@ class Replay:
         self.speed = speed
         """Recorded seconds per wall second; None: as fast as the clients read."""
         self.service = FeedService(RecordSource(recording, self._published), options)
-        self.specs = load_catalog()
+        self.specs = self.service.specs
         self.finished = asyncio.Event()
         """Set once the last recorded tick is published."""
         self._pending: dict[tuple[str, str], deque[Row]] = {}
