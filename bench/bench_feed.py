@@ -192,18 +192,41 @@ def masked(payload: bytes, opcode: int = 0x1) -> bytes:
 SUBSCRIBE = masked(b'{"op":"subscribe","channels":["stats:' + ISLAND.encode() + b'"]}')
 
 
-def subscribe(port: int) -> socket.socket:
-    """A connected, subscribed websocket (blocking until its snapshot has arrived)."""
+def connect(port: int) -> tuple[socket.socket, bytes]:
+    """A websocket upgraded (blocking), and what came after the upgrade's answer with it."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(upgrade())
     data = b""
     while b"\r\n\r\n" not in data:
         data += sock.recv(65536)
+    return sock, data.split(b"\r\n\r\n", 1)[1]
+
+
+def subscribe(port: int) -> socket.socket:
+    """A connected, subscribed websocket (blocking until its snapshot has arrived)."""
+    sock, data = connect(port)
     sock.sendall(SUBSCRIBE)
     while data.count(b'"type":"snapshot"') == 0:
         data += sock.recv(65536)
     sock.setblocking(False)
     return sock
+
+
+def split_frames(buffer: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
+    """The complete server frames at the start of `buffer` as (opcode, payload), and the rest
+    (server frames are unmasked, RFC 6455 §5.1)."""
+    found = []
+    while len(buffer) >= 2:
+        length, offset = buffer[1] & 0x7F, 2
+        if length == 126:
+            length, offset = int.from_bytes(buffer[2:4], "big"), 4
+        elif length == 127:
+            length, offset = int.from_bytes(buffer[2:10], "big"), 10
+        if len(buffer) < offset + length:
+            break
+        found.append((buffer[0] & 0x0F, buffer[offset : offset + length]))
+        buffer = buffer[offset + length :]
+    return found, buffer
 
 
 def client_process(ports: list[int], count: int, pipe: Connection) -> None:
@@ -221,17 +244,8 @@ def client_process(ports: list[int], count: int, pipe: Connection) -> None:
     while not pipe.poll():
         for fd, _ in poller.poll(0.1):
             now = time.time()
-            buffer = buffers[fd] + os.read(fd, 65536)
-            while len(buffer) >= 2:
-                length, offset = buffer[1] & 0x7F, 2
-                if length == 126:
-                    length, offset = int.from_bytes(buffer[2:4], "big"), 4
-                elif length == 127:
-                    length, offset = int.from_bytes(buffer[2:10], "big"), 10
-                if len(buffer) < offset + length:
-                    break
-                opcode, payload = buffer[0] & 0x0F, buffer[offset : offset + length]
-                buffer = buffer[offset + length :]
+            found, buffers[fd] = split_frames(buffers[fd] + os.read(fd, 65536))
+            for opcode, payload in found:
                 if opcode == 0x9:  # the server's keepalive ping (every 20 s): answer it
                     os.write(fd, masked(payload, 0xA))
                 elif payload.startswith(b'{"type":"update"'):
@@ -240,7 +254,6 @@ def client_process(ports: list[int], count: int, pipe: Connection) -> None:
                     times.append(now)
                     if len(times) == count:
                         pipe.send((tick, arrivals.pop(tick)))
-            buffers[fd] = buffer
     for sock in socks:
         sock.close()
 

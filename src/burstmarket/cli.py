@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 import typing
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +18,8 @@ from burstmarket import __version__
 
 if TYPE_CHECKING:
     import logging
+
+    from litestar import Litestar
 
     from burstmarket.settings import Settings
     from burstmarket.simulation.live import OperatorShown
@@ -321,42 +324,145 @@ def feed(
 ) -> None:
     """Run a feed edge: /ws/market, the latest-row market endpoints and the AsyncAPI document,
     fed from the bus, for every island of every market process on it. No store."""
-    import logging
-
-    from burstmarket import logsafe
     from burstmarket.api.edge_app import create_edge_app
-    from burstmarket.server import PortUnavailable
-    from burstmarket.server import serve as run_server
 
-    logsafe.configure(log_format.value)
-    log = logging.getLogger("burstmarket.feed")
-    settings = _settings(
-        log,
+    _serve_feed(
+        create_edge_app,
+        f"burstmarket {__version__}: feed edge on ws://{host}:{port}/ws/market, following the "
+        f"bus {bus}",
+        log_format,
         host=host,
         port=port,
         feed_backlog=feed_backlog,
         feed_ping_seconds=feed_ping_seconds,
         header_timeout_seconds=header_timeout,
         connections_per_address=connections_per_address,
-        log_format=log_format.value,
         cors_origins=_listed(cors_origins),
         bus=bus,
     )
 
-    def started() -> None:
-        log.info(
-            "burstmarket %s: feed edge on ws://%s:%d/ws/market, following the bus %s",
-            __version__,
-            host,
-            port,
-            bus,
-        )
 
+@app.command()
+def replay(
+    history: Annotated[
+        Path,
+        typer.Option(
+            help="A history directory: a data dir's history/, or what simulate or export wrote."
+        ),
+    ],
+    speed: Annotated[
+        str,
+        typer.Option(
+            help="Recorded seconds per wall second, or `max`: each tick once every client has "
+            "taken the last."
+        ),
+    ] = "1",
+    islands: Annotated[
+        str, typer.Option(help="Only these islands, comma-separated; default all recorded.")
+    ] = "",
+    start: Annotated[
+        str | None, typer.Option(help="First time replayed, RFC 3339 (UTC if no zone).")
+    ] = None,
+    end: Annotated[str | None, typer.Option(help="End, exclusive, RFC 3339 (UTC if no zone).")] = (
+        None
+    ),
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8002,
+    feed_backlog: BacklogOption = 256,
+    feed_ping_seconds: PingOption = 20.0,
+    header_timeout: HeaderTimeoutOption = 10.0,
+    connections_per_address: PerAddressOption = 256,
+    log_format: LogOption = LogChoice.text,
+    cors_origins: CorsOption = "*",
+) -> None:
+    """Serve /ws/market, the latest-row market endpoints and the AsyncAPI document from a
+    recorded period of the Parquet history, in the live protocol (from_tick included), its
+    ticks at their recorded pace times SPEED. No store, no market."""
+    from burstmarket.api.replay_app import create_replay_app
+    from burstmarket.api.web import feed_options
+    from burstmarket.feed.replay import Recording, Replay
+
+    pace = _speed(speed)
+    first = None if start is None else _utc(start, "--start")
+    last = None if end is None else _utc(end, "--end")
+    if first is not None and last is not None and last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    if not history.is_dir():
+        raise typer.BadParameter(f"{history} is not a directory", param_hint="--history")
+    chosen = _recorded_islands(history, _listed(islands))
+    recording = Recording(history, chosen, first, last)
+    ticks = recording.ticks
+    if not ticks:
+        recording.close()
+        refuse(f"nothing to replay: {history} holds no tick of {', '.join(chosen)} in that period")
+
+    def app_for(settings: Settings) -> Litestar:
+        return create_replay_app(settings, Replay(recording, feed_options(settings), pace))
+
+    paced = "the clients' pace" if pace is None else f"{pace:g}x"
+    _serve_feed(
+        app_for,
+        f"burstmarket {__version__}: replaying {len(ticks)} ticks of {', '.join(chosen)} "
+        f"({ticks[0].time.isoformat()} .. {ticks[-1].time.isoformat()}) at {paced} on "
+        f"ws://{host}:{port}/ws/market",
+        log_format,
+        host=host,
+        port=port,
+        feed_backlog=feed_backlog,
+        feed_ping_seconds=feed_ping_seconds,
+        header_timeout_seconds=header_timeout,
+        connections_per_address=connections_per_address,
+        cors_origins=_listed(cors_origins),
+    )
+
+
+def _speed(value: str) -> float | None:
+    """`--speed`: a positive number, or None for `max`."""
+    if value == "max":
+        return None
     try:
-        run_server(settings, create_edge_app, started)
+        speed = float(value)
+    except ValueError:
+        speed = 0.0
+    if not speed > 0 or speed == float("inf"):
+        raise typer.BadParameter("must be a positive number or max", param_hint="--speed")
+    return speed
+
+
+def _serve_feed(
+    app_for: Callable[[Settings], Litestar], banner: str, log_format: LogChoice, **flags: object
+) -> None:
+    """Run a process that serves the feed alone (a feed edge, a replay): its log, its Settings
+    from `flags`, the server, `banner` logged once it listens."""
+    import logging
+
+    from burstmarket import logsafe
+    from burstmarket.server import PortUnavailable
+    from burstmarket.server import serve as run_server
+
+    logsafe.configure(log_format.value)
+    log = logging.getLogger("burstmarket.feed")
+    settings = _settings(log, log_format=log_format.value, **flags)
+    try:
+        run_server(settings, app_for, lambda: log.info("%s", banner))
     except PortUnavailable as exc:
         log.error("%s", exc)
         raise typer.Exit(code=1) from None
+
+
+def _recorded_islands(history: Path, asked: Sequence[str]) -> list[str]:
+    """The islands asked for, every island of `history` when none is; one of which it holds no
+    history is refused (one line, exit 1)."""
+    from burstmarket.export import islands
+
+    known = islands(history)
+    unknown = [name for name in asked if name not in known]
+    if unknown:
+        refuse(
+            f"no history of island {', '.join(unknown)} in {history} "
+            f"(it holds {', '.join(known) or 'no island'})"
+        )
+    return list(asked) or known
 
 
 def _settings(log: logging.Logger, **flags: object) -> Settings:
@@ -485,7 +591,7 @@ def export_history(
     """
     from rich.progress import Progress
 
-    from burstmarket.export import export, islands
+    from burstmarket.export import export
 
     first, last = _utc(start, "--start"), _utc(end, "--end")
     if last <= first:
@@ -493,13 +599,7 @@ def export_history(
     history = data_dir / "history"
     if not history.is_dir():
         raise typer.BadParameter(f"{history} holds no history", param_hint="--data-dir")
-    known = islands(history)
-    unknown = [name for name in island or [] if name not in known]
-    if unknown:
-        refuse(
-            f"no history of island {', '.join(unknown)} in {history} "
-            f"(it holds {', '.join(known) or 'no island'})"
-        )
+    _recorded_islands(history, island or [])
     with Progress(transient=True) as progress:
         task = progress.add_task("exporting", total=None)
         try:

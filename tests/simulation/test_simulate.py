@@ -16,9 +16,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from burstmarket.history import scan
 from burstmarket.history.dictionary import HISTORY, PARTITIONS
 from burstmarket.history.layout import ACCOUNT_ROWS
 from burstmarket.history.layout import TABLES as history_tables
+from burstmarket.history.scan import schema
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
@@ -233,6 +235,13 @@ def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
     assert polars_hourly["vwap"].to_list() == pytest.approx([row[2] for row in hourly], abs=2e-6)
     polars_daily: pl.DataFrame = scope["cost_per_day"]
     assert {(c, d): round(g, 6) for c, d, _, g in polars_daily.rows()} == per_cluster
+    # linear interpolation is DuckDB's quantile_cont: the same figures, to the µUSD (DuckDB
+    # cuts its DECIMAL answer to 6 decimals)
+    polars_percentiles: pl.DataFrame = scope["percentiles"]
+    assert len(polars_percentiles) == len(percentiles) == 2
+    for ours, theirs in zip(polars_percentiles.rows(), percentiles, strict=True):
+        assert ours[0] == theirs[0]
+        assert list(ours[1:]) == pytest.approx([float(v) for v in theirs[1:]], abs=1e-6)
 
 
 def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Path) -> None:
@@ -255,6 +264,91 @@ def test_the_data_dictionary_names_every_column_of_the_real_files(simulated: Pat
         "WHERE contestable_at IS NOT NULL AND contestable_at > time"
     )
     assert later > 0
+
+
+def test_scan_reads_every_table_as_polars_with_the_dictionary_types(simulated: Path) -> None:
+    """`burstmarket.history.scan`: each table's real files, as Polars reads them of itself,
+    have the types the dictionary states (decimals exact, times UTC), and the scan, which holds
+    the files to those types, gives the rows DuckDB reads, to the µUSD."""
+    history = simulated / "history"
+    strings = {c.name: pl.String for c in PARTITIONS}
+    for table in HISTORY:
+        files = history / table.name / "**" / "*.parquet"
+        as_read = pl.scan_parquet(files, hive_partitioning=True, hive_schema=strings)
+        assert as_read.collect_schema() == schema(table.name), table.name
+        frame = scan(table.name, history).collect()
+        assert frame.schema == schema(table.name), table.name
+        assert list(frame.schema) == [c.name for c in (*table.columns, *PARTITIONS)]
+        ((rows,),) = query(f"SELECT count(*) FROM {parquet(history, table.name)}")
+        assert frame.height == rows > 0, table.name
+    paid = scan("cluster_rates", history).select(pl.col("amount_usd").sum()).collect().item()
+    ((summed,),) = query(f"SELECT sum(amount_usd) FROM {parquet(history, 'cluster_rates')}")
+    assert paid == summed
+    first = scan("ticks", history).select(pl.col("time").min()).collect().item()
+    assert first.tzinfo is not None
+    assert first.utcoffset() == timedelta(0)
+
+
+def test_duckdb_and_polars_differ_where_analysts_md_says(simulated: Path, tmp_path: Path) -> None:
+    """docs/analysts.md "Where DuckDB and Polars read the same files differently", each point
+    on the simulated history."""
+    history = simulated / "history"
+    rates = scan("cluster_rates", history)
+    # quantiles: Polars' default (nearest) is another figure than DuckDB's quantile_cont
+    duck = dict(
+        query(
+            f"SELECT island, quantile_cont(rate, 0.99) FROM {parquet(history, 'cluster_rates')} "
+            "GROUP BY island"
+        )
+    )
+
+    def p99(**how: Any) -> dict[str, float]:
+        return dict(
+            rates.group_by("island").agg(pl.col("rate").quantile(0.99, **how)).collect().rows()
+        )
+
+    linear, nearest = p99(interpolation="linear"), p99()
+    assert max(abs(linear[island] - float(duck[island])) for island in duck) <= 1e-6
+    assert max(abs(nearest[island] - float(duck[island])) for island in duck) > 1e-6
+    # NULLs in a sort: last in DuckDB, first in Polars
+    ((last,),) = query(
+        f"SELECT vwap FROM (SELECT vwap FROM {parquet(history, 'ticks')} ORDER BY vwap) "
+        "QUALIFY row_number() OVER () = count(*) OVER ()"
+    )
+    assert last is None
+    assert scan("ticks", history).sort("vwap").select("vwap").first().collect().item() is None
+    # decimal arithmetic
+    ((times, divided),) = query(
+        "SELECT typeof(any_value(rate * gpus)), typeof(any_value(rate / gpus)) "
+        f"FROM {parquet(history, 'cluster_rates')}"
+    )
+    assert (times, divided) == ("DECIMAL(18,6)", "DOUBLE")
+    arithmetic = rates.select(times=pl.col("rate") * pl.col("gpus"), by=pl.col("rate") / 3)
+    assert list(arithmetic.collect_schema().values()) == [pl.Decimal(38, 6)] * 2
+    # time zone: DuckDB's day is the session's; scan's is UTC
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'America/New_York'")
+        days = con.execute(
+            "SELECT count(*) FILTER (WHERE CAST(time AS DATE) <> CAST(timezone('UTC', time) "
+            f"AS DATE)) FROM {parquet(history, 'ticks')}"
+        ).fetchall()
+    assert days[0][0] > 0
+    polars_days = scan("ticks", history).select(pl.col("time").dt.date()).collect()
+    ((utc_days,),) = query(
+        f"SELECT list(CAST(timezone('UTC', time) AS DATE) ORDER BY tick, island) "
+        f"FROM {parquet(history, 'ticks')}"
+    )
+    assert sorted(polars_days["time"].to_list()) == sorted(utc_days)
+    # partitions: an island named 7 is a number to both, unless told; a string to scan
+    part = next((history / "ticks").glob("island=ref/month=*/*.parquet"))
+    copy = tmp_path / "ticks" / "island=7" / part.parent.name / part.name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(part.read_bytes())
+    (_, kind, *_) = query(f"DESCRIBE SELECT island FROM {parquet(tmp_path, 'ticks')}")[0]
+    assert kind == "BIGINT"
+    guessed = pl.scan_parquet(tmp_path / "ticks" / "**" / "*.parquet", hive_partitioning=True)
+    assert guessed.collect_schema()["island"] == pl.Int64
+    assert scan("ticks", tmp_path).select("island").collect()["island"].unique().to_list() == ["7"]
 
 
 def test_simulated_receipts_cover_every_cluster_rate_and_add_up(simulated: Path) -> None:

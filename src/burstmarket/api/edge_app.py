@@ -5,10 +5,11 @@ market nor the store, so an edge never loads DuckDB."""
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from litestar import Litestar
+from litestar.types import ControllerRouterHandler
 
 from burstmarket import __version__, apidoc, metrics
 from burstmarket.api import health
@@ -41,13 +42,19 @@ def create_edge_app(settings: Settings) -> Litestar:
         finally:
             await edge.stop()
 
+    handlers = [*edge.service.route_handlers, static_file, favicon]
+    return feed_app(settings, [*handlers, *health.probes(checks, versions)], lifespan)
+
+
+def feed_app(
+    settings: Settings,
+    route_handlers: Sequence[ControllerRouterHandler],
+    lifespan: Callable[[Litestar], AbstractAsyncContextManager[None]],
+) -> Litestar:
+    """The app of a process that serves the feed alone (a feed edge, `burstmarket replay`):
+    `route_handlers` and the API docs, with the market's error handling, CORS and body limit."""
     app = Litestar(
-        route_handlers=[
-            *edge.service.route_handlers,
-            static_file,
-            favicon,
-            *health.probes(checks, versions),
-        ],
+        route_handlers=route_handlers,
         before_request=answer_options,  # OPTIONS: every method of the path
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=[lifespan],

@@ -45,6 +45,9 @@ SLOW_CONSUMER = 4008
 REPLAY_CHUNK = 64
 """Ticks of one channel read from the store at a time for a replay."""
 
+CATCH_UP_POLL_SECONDS = 0.001
+"""How often `catch_up` looks again while a subscriber's writer works through what it holds."""
+
 ReadReplay = Callable[[str, int, int], Awaitable[list[Row]]]
 """(channel, from_tick, to_tick) -> the channel's stored rows for those ticks, in tick order."""
 
@@ -115,6 +118,23 @@ class Subscriber:
     def held(self) -> int:
         """Frames held for this subscriber: queued, and those of its replays."""
         return len(self._queue) + sum(replay.held for replay in self._replays.values())
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether it has taken everything it is owed: nothing held for it, and its socket
+        below its high-water mark (or it has gone)."""
+        return self.closed or (not self.held and self._writable.is_set())
+
+    async def catch_up(self) -> None:
+        """Return once it is `caught_up`: at once, or when its socket drains, or once its
+        writer has handed the socket what it held."""
+        while not self.caught_up:
+            if not self._writable.is_set():
+                await self._writable.wait()  # set again once drained, or when the peer is lost
+            else:
+                # The writer is handing over its queue, or a replay chunk is being read: no
+                # event says when that is done.
+                await asyncio.sleep(CATCH_UP_POLL_SECONDS)
 
     def offer(self, frame: bytes) -> None:
         if self.closed:

@@ -35,8 +35,8 @@ FIELDS = tuple(name for name in ClusterTickView.__struct_fields__ if name not in
 SCHEMA = row_schema(ClusterTickView, FIELDS)
 
 EDGE_DETAIL = (
-    "a feed edge serves the public channels only; authenticate and subscribe `cluster` on "
-    "the market's own /ws/market"
+    "a feed edge or a replay serves the public channels only; authenticate and subscribe "
+    "`cluster` on the market's own /ws/market"
 )
 
 

@@ -55,6 +55,8 @@ from burstmarket.market.refusals import log_refusal
 log = logging.getLogger(__name__)
 
 _JSON = "application/json"
+IDLE_POLL_SECONDS = 0.02
+"""How often `caught_up` looks for a first subscriber."""
 IslandQuery = Annotated[str, QueryParameter(description="the island's id (required)")]
 
 
@@ -136,6 +138,20 @@ class FeedService:
     def subscribers(self) -> int:
         """Open websocket connections."""
         return len(self._hub.connections)
+
+    async def caught_up(self) -> None:
+        """Return once some connection is on a channel and every connection has taken all it
+        is owed: what a replay as fast as the clients read waits for before each tick
+        (feed/replay.py)."""
+        while True:
+            connections = list(self._hub.connections)
+            behind = next((s for s in connections if not s.caught_up), None)
+            if behind is not None:
+                await behind.catch_up()
+            elif any(s.channels for s in connections):
+                return
+            else:  # nobody listens yet; a subscribe comes as a frame, which no event here says
+                await asyncio.sleep(IDLE_POLL_SECONDS)
 
     # -- publishing ----------------------------------------------------------------------------
 
