@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint bench clean chromium redis
+.PHONY: run test test-fast lint bench bench-record clean chromium redis
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -47,6 +47,12 @@ redis:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tick.py
 	$(BIN)/python bench/bench_clear.py
+
+# The record's commands over a cached simulated day (built once under data/bench/: an hour).
+bench-record: $(STAMP)
+	$(BIN)/python bench/bench_verify.py
+	$(BIN)/python bench/bench_backtest.py
+	$(BIN)/python bench/bench_replay.py
 
 clean:
 	rm -rf $(VENV) data/*

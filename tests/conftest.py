@@ -14,9 +14,10 @@ How the suite is split:
   (`no_servers`). The fast loop does not even import the folders of E2E_FOLDERS, and its
   property tests draw a quarter of their examples (`examples`); a full run draws them all.
 - Every run, fast loop or full, runs on every core (pytest-xdist, `-n auto` in pyproject.toml),
-  with half as many workers again as cores (`pytest_xdist_auto_num_workers`): a worker waits on
-  its servers, its browser and its sockets about a third of the time, so two workers leave
-  two cores idle that long. Whole files go to a worker (`--dist loadfile`), so a module's
+  with twice as many workers as cores (`pytest_xdist_auto_num_workers`): a server forked
+  ready-made (tests/preloaded.py) costs little CPU, so a worker spends most of its time waiting
+  on its servers, its browser and its sockets, and one worker per core leaves the cores idle.
+  Whole files go to a worker (`--dist loadfile`), so a module's
   fixtures (`shared_server`, the browser) are built once. Each server has its own free port
   (`free_port`; one another process took meanwhile is picked again) and its own temporary data
   dir, so servers run side by side.
@@ -326,11 +327,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         folder = item.path.relative_to(TESTS).parts[0]
         if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
-    # The files whose tests start servers first (most of the run's time), in their order, then
-    # the others: pytest-xdist hands files out in this order (`--no-loadscope-reorder`), so the
-    # run does not end on one long server file while the other cores have nothing left.
+    # The files of minutes first (`early`: a simulated week), then those whose tests start
+    # servers (most of the run's time), in their order, then the others: pytest-xdist hands
+    # files out in this order (`--no-loadscope-reorder`), so the run does not end on one long
+    # file while the other workers have nothing left.
+    early = {item.path for item in items if item.get_closest_marker("early") is not None}
     serving = {item.path for item in items if item.get_closest_marker("e2e") is not None}
-    items.sort(key=lambda item: item.path not in serving)
+    items.sort(key=lambda item: (item.path not in early, item.path not in serving))
 
 
 # --- every run on every core; a test that measures the machine's calm runs alone ----------
@@ -369,9 +372,8 @@ profile (`--hypothesis-profile`); a full run (`make test`, CI) keeps the default
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: half as many workers again as cores (the module's docstring says why)."""
-    cores = len(os.sched_getaffinity(0))
-    return cores + (cores + 1) // 2
+    """`-n auto`: twice as many workers as cores (the module's docstring says why)."""
+    return 2 * len(os.sched_getaffinity(0))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -26,8 +26,19 @@ SHOWN = {"text"}
 # The blocks other tests run, each as written: (page, language) -> how many, and those tests.
 RUN_ELSEWHERE = {
     ("README.md", "python"): (
+        2,
+        [
+            "tests/client/test_client.py::test_the_readme_example_reads_the_price_and_the_ladder",
+            "tests/record/test_backtest.py::"
+            "test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them",
+        ],
+    ),
+    ("README.md", "sql"): (
         1,
-        ["tests/client/test_client.py::test_the_readme_example_reads_the_price_and_the_ladder"],
+        [
+            "tests/record/test_money_record.py::"
+            "test_billing_per_account_per_day_from_the_readme_is_the_stores_ledger"
+        ],
     ),
     ("docs/client.md", "python"): (
         1,
@@ -41,13 +52,11 @@ RUN_ELSEWHERE = {
         ],
     ),
     ("docs/analysts.md", "sql"): (
-        4,
+        3,
         [
             "tests/history/test_analyst_queries.py::test_the_duckdb_queries_run_as_written",
             "tests/simulation/test_simulate.py::"
             "test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours",
-            "tests/record/test_money_record.py::"
-            "test_billing_per_account_per_day_from_the_docs_is_the_stores_ledger",
         ],
     ),
     ("docs/analysts.md", "python"): (

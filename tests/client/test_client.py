@@ -169,7 +169,7 @@ def test_the_readme_example_reads_the_price_and_the_ladder(
             tenant.declare(4 * 8, 2)
         op.ticks(1)
         me = op.create_cluster("acct", "ref", "vm", "me").token
-    (example,) = docs.code("README.md", "python")
+    (example,) = docs.code("README.md", "python", "## Try it from a program")
     exec(example.replace("http://127.0.0.1:8000", server.url).replace("<cluster token>", me), {})
     # 4 nodes held at 2.0 on the 64-node island: 60 free, so the holder pays the reserve and 4
     # more nodes cost a newcomer the reserve too

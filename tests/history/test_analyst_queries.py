@@ -34,7 +34,7 @@ def history(written: tuple[MarketDB, Path], monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_the_duckdb_queries_run_as_written(history: MarketDB) -> None:
     # the last, billing per account per day, needs ledger rows: tests/record/test_money_record.py
-    hourly, per_day, percentiles, _ = (duckdb.sql(text).fetchall() for text in blocks("sql"))
+    hourly, per_day, percentiles = (duckdb.sql(text).fetchall() for text in blocks("sql"))
     # The hour 23:00 of 31 March, closed and exported: its vwap by hand from the live table.
     ((vwap,),) = history.con.execute(
         "SELECT round(sum(vwap * gpus) / sum(gpus), 6) FROM ticks "

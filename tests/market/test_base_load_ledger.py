@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,8 @@ from burstmarket.settings import Settings
 from burstmarket.store import Database
 from tests.conftest import examples
 from tests.constants import USD
+
+pytestmark = pytest.mark.early  # a minute of property examples: handed out first
 
 UNITS = 3_600_000  # ledger units per µUSD
 SUNDAY = 1_900_000_000 * NS_PER_S  # the start (2030-03-17), so a due date is some days out

@@ -26,6 +26,8 @@ from burstmarket.simulation.population import ISLANDS
 from tests import docs
 from tests.conftest import BURSTMARKET
 
+pytestmark = pytest.mark.early  # a simulation of minutes: handed out first
+
 BACKTESTS = "# Backtests: a bidding strategy re-run through the whole tick"
 """The section of docs/analysts.md whose strategy runs here, as written."""
 COMPARED = ("ticks", "cluster_rates", "allocations", "ladder", "receipts")
@@ -130,10 +132,11 @@ def test_replaying_a_kubernetes_clusters_own_bids_reproduces_the_record(
 def test_the_docs_strategy_wins_nodes_as_a_newcomer_and_others_lose_them(
     simulated: Path, tmp_path: Path
 ) -> None:
-    """docs/analysts.md's strategy, as written, from the sixth tick on (the island full by
-    then): it bids above what the ladder says its nodes take, so it wins them, and the others
-    hold that many fewer than they did in the record at that tick."""
+    """docs/analysts.md's strategy, as written (the README shows the same), from the sixth tick
+    on (the island full by then): it bids above what the ladder says its nodes take, so it wins
+    them, and the others hold that many fewer than they did in the record at that tick."""
     (code,) = docs.code("docs/analysts.md", "python", BACKTESTS)
+    assert docs.code("README.md", "python", "## Analysts: the record") == [code]
     strategy = tmp_path / "above_the_ladder.py"
     strategy.write_text(code)
     history = simulated / "history"

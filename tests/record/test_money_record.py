@@ -35,6 +35,8 @@ from tests.e2e.support import (
     tick,
 )
 
+pytestmark = pytest.mark.early  # a simulation of minutes: handed out first
+
 STORE_LEDGER = (
     "SELECT ts, tick, account, cluster, kind, block, node, period_start, period_end, gpus, "
     "rate, units, island FROM ledger"
@@ -142,10 +144,10 @@ def tamper(
     return copy
 
 
-def test_billing_per_account_per_day_from_the_docs_is_the_stores_ledger(
+def test_billing_per_account_per_day_from_the_readme_is_the_stores_ledger(
     simulated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    *_, per_account = docs.code("docs/analysts.md", "sql")
+    (per_account,) = docs.code("README.md", "sql")
     monkeypatch.chdir(simulated.parent)  # the query reads `data/history/...`, as written
     rows = duckdb.sql(per_account).fetchall()
     store = store_rows(

@@ -16,7 +16,8 @@ import pytest
 
 from tests.conftest import BURSTMARKET, run_in_process
 
-pytestmark = pytest.mark.timeout(900)  # the module's week is simulated once, by its first test
+# the module's week is simulated once, by its first test: minutes, so it starts early
+pytestmark = [pytest.mark.timeout(900), pytest.mark.early]
 
 DIFFERENCE = re.compile(r"island (?P<island>\S+) tick (?P<tick>\d+) (?P<table>\w+): (?P<what>.*)")
 ONE = timedelta(days=1)

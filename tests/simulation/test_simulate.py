@@ -24,6 +24,8 @@ from burstmarket.history.scan import schema
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
+pytestmark = pytest.mark.early  # a simulation of minutes: handed out first
+
 TABLES = ("ticks", "cluster_rates", "allocations", "ladder", "receipts")
 
 
@@ -212,7 +214,7 @@ def test_every_analyst_query_runs_on_simulated_history_with_the_right_gpu_hours(
 ) -> None:
     monkeypatch.chdir(simulated.parent)  # the queries read `data/history/...`, as written
     # the last, billing per account per day: tests/record/test_money_record.py
-    hourly, per_day, percentiles, _ = (query(text) for text in docs.code("docs/analysts.md", "sql"))
+    hourly, per_day, percentiles = (query(text) for text in docs.code("docs/analysts.md", "sql"))
     billed = ledger_gpu_hours(simulated, "island, time_bucket(INTERVAL 1 HOUR, billed_at)")
     # two islands, every hour once the tenants have arrived: they bid at the step after the
     # midnight tick (they come in over its first minutes), are granted the tick after that and
