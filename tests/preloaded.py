@@ -96,19 +96,12 @@ class Forked:
         assert self._process.pid is not None
         return self._process.pid
 
-    @property
-    def returncode(self) -> int | None:
-        return self._process.exitcode
-
     def poll(self) -> int | None:
         return self._process.exitcode
 
     def send_signal(self, sig: int) -> None:
         if self._process.exitcode is None:
             os.kill(self.pid, sig)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)

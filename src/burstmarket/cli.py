@@ -383,10 +383,7 @@ def replay(
     from burstmarket.feed.replay import Recording, Replay
 
     pace = _speed(speed)
-    first = None if start is None else _utc(start, "--start")
-    last = None if end is None else _utc(end, "--end")
-    if first is not None and last is not None and last <= first:
-        raise typer.BadParameter("must be after --start", param_hint="--end")
+    first, last = _period(start, end)
     if not history.is_dir():
         raise typer.BadParameter(f"{history} is not a directory", param_hint="--history")
     chosen = _recorded_islands(history, _listed(islands))
@@ -639,10 +636,7 @@ def verify_history(
 
     from burstmarket.record.verify import recorded_islands, verify
 
-    first = None if start is None else _utc(start, "--start")
-    last = None if end is None else _utc(end, "--end")
-    if first is not None and last is not None and last <= first:
-        raise typer.BadParameter("must be after --start", param_hint="--end")
+    first, last = _period(start, end)
     known = recorded_islands(history)
     if not known:
         raise typer.BadParameter(f"{history} holds no recorded ticks", param_hint="--history")
@@ -717,10 +711,7 @@ def backtest_strategy(
         raise typer.BadParameter("name --cluster or --as-newcomer KIND, one of them")
     if as_newcomer is not None and as_newcomer not in kinds:
         raise typer.BadParameter(f"one of {', '.join(kinds)}", param_hint="--as-newcomer")
-    first = None if start is None else _utc(start, "--start")
-    last = None if end is None else _utc(end, "--end")
-    if first is not None and last is not None and last <= first:
-        raise typer.BadParameter("must be after --start", param_hint="--end")
+    first, last = _period(start, end)
     try:
         decide = load(strategy)
     except StrategyError as exc:
@@ -754,6 +745,15 @@ def backtest_strategy(
     except OSError as exc:
         refuse(f"cannot write {out}: {exc.strerror or exc}")
     typer.echo(bt.report(result, out))
+
+
+def _period(start: str | None, end: str | None) -> tuple[datetime | None, datetime | None]:
+    """--start and --end, each optional (the history's first or last tick then), or exit 2."""
+    first = None if start is None else _utc(start, "--start")
+    last = None if end is None else _utc(end, "--end")
+    if first is not None and last is not None and last <= first:
+        raise typer.BadParameter("must be after --start", param_hint="--end")
+    return first, last
 
 
 def _utc(value: str, name: str) -> datetime:

@@ -16,7 +16,7 @@ import duckdb
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import Server
+from tests.conftest import Server, StartServer
 
 T = TypeVar("T")
 DEADLINE_SECONDS = 90
@@ -38,6 +38,14 @@ def at(hms: str, day: int = 0) -> datetime:
 def when(value: str | None) -> datetime | None:
     """A time of an answer (RFC 3339), comparable with `at`."""
     return None if value is None else datetime.fromisoformat(value)
+
+
+def five_minute_ticks(start_server: StartServer, clock_start: str) -> Server:
+    """A manual-clock server of 5-minute ticks from `clock_start`: each tick closes the history
+    window of the one before, so the history is written as the test ticks."""
+    return start_server(
+        "--clock", "manual", "--tick-seconds", "300", env={"BURSTMARKET_CLOCK_START": clock_start}
+    )
 
 
 def eventually(check: Callable[[], T | None], what: str, server: Server | None = None) -> T:

@@ -17,6 +17,7 @@ from tests.conftest import Server, StartServer
 from tests.e2e.support import (
     declare,
     eventually,
+    five_minute_ticks,
     make_account,
     make_cluster,
     make_island,
@@ -35,13 +36,7 @@ PARTS = ("reserve", "displaced", "core", "protected")
 @pytest.fixture
 def five_minute_server(start_server: StartServer) -> Server:
     """Five-minute ticks from 23:40 UTC: each tick closes the window of the one before."""
-    return start_server(
-        "--clock",
-        "manual",
-        "--tick-seconds",
-        "300",
-        env={"BURSTMARKET_CLOCK_START": "2026-01-31T23:40:00Z"},
-    )
+    return five_minute_ticks(start_server, "2026-01-31T23:40:00Z")
 
 
 def _receipts(server: Server, auth: dict[str, str], **params: Any) -> list[Any]:

@@ -13,6 +13,7 @@ from tests.conftest import Server, StartServer, run_in_process
 from tests.e2e.support import (
     declare,
     eventually,
+    five_minute_ticks,
     make_account,
     make_cluster,
     make_island,
@@ -29,13 +30,7 @@ ISLAND = "vl"
 @pytest.fixture
 def five_minute_server(start_server: StartServer) -> Server:
     """Five-minute ticks: each tick closes the history window of the one before."""
-    return start_server(
-        "--clock",
-        "manual",
-        "--tick-seconds",
-        "300",
-        env={"BURSTMARKET_CLOCK_START": "2026-02-01T22:00:00Z"},
-    )
+    return five_minute_ticks(start_server, "2026-02-01T22:00:00Z")
 
 
 def rows(server: Server, sql: str) -> list[tuple[object, ...]]:
