@@ -27,7 +27,7 @@ from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
-from burstmarket.market.auction_record import bid_rows
+from burstmarket.market.auction_record import bid_batch
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
 from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
@@ -269,7 +269,7 @@ def _write_record(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     island, when = inp.island, to_datetime(inp.time)
     assert out.bids is not None  # run_tick sets both
     assert out.next_bids is not None
-    BIDS.insert(cur, bid_rows(island.id, inp.tick, when, out.bids, out.next_bids))
+    BIDS.insert_batch(cur, bid_batch(island.id, inp.tick, when, out.bids, out.next_bids))
     run(
         cur,
         "record_island_terms",
