@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +30,9 @@ LATER_TIMES = 8
 is one more pass over the island's demand (docs/market.md "The cluster's own ladder")."""
 
 
-@dataclass(frozen=True, slots=True)
-class OwnRung:
+class OwnRung(NamedTuple):
+    """One rung (a tuple, immutable: a tick makes sixteen for every cluster of the island)."""
+
     nodes: int
     """n more nodes."""
     gpus: int
