@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from burstmarket.auction import IslandInput, Release, growth
 from burstmarket.clock import NS_PER_HOUR
+from burstmarket.market import single_units
 
 Ints = npt.NDArray[np.int64]
 
@@ -166,10 +167,17 @@ def _priced(
     supply, g, reserve = auction.nodes, auction.gpus_per_node, auction.reserve_price
     groups = [h for h in holdings if h.own]
     depth = max((h.held + rungs for h in holdings), default=0)
-    rows = growth.without(auction.units, supply, g, reserve, [h.own for h in groups], depth)
+    removed = [h.own for h in groups]
+    # every unit one node (VM demand): the others' best from one sorted array, not a knapsack
+    rows = single_units.without(auction.units, supply, g, reserve, removed, depth)
+    if rows is None:
+        rows = growth.without(auction.units, supply, g, reserve, removed, depth)
     tables = {h.cluster: row for h, row in zip(groups, rows, strict=True)}
-    alone = len(groups) < len(holdings)  # some cluster has no demand of its own there
-    everyone = growth.full(auction.units, supply, g, reserve) if alone else None
+    everyone = None
+    if len(groups) < len(holdings):  # some cluster has no demand of its own there
+        everyone = single_units.full(auction.units, supply, g, reserve)
+        if everyone is None:
+            everyone = growth.full(auction.units, supply, g, reserve)
     out = {}
     for h in holdings:
         others = tables.get(h.cluster, everyone)
