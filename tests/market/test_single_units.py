@@ -1,8 +1,8 @@
 """When every unit that bids is one node, everyone else's best value on x nodes is the sum of
-their x best units (market/single_units.py): the very integers the engine's knapsack gives
-(auction/growth.py `without`, `full`), for every cluster's own demand left out, on random
-islands with units under the reserve, equal prices, clusters with nothing of their own and
-supplies above and below the demand."""
+their x best units (market/single_units.py `SingleUnits`): the very integers the engine's
+knapsack gives (auction/growth.py `without`, `full`), for every cluster's own demand left out,
+on random islands with units under the reserve, equal prices, clusters with nothing of their
+own and supplies above and below the demand."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from burstmarket.auction import Unit, growth
-from burstmarket.market import single_units
+from burstmarket.market.single_units import SingleUnits
 from tests.conftest import examples
 
 RESERVE = 1_000_000
@@ -53,20 +53,18 @@ def test_the_others_best_is_the_knapsacks_with_each_clusters_own_left_out(
     island: tuple[list[Unit], int, int, list[frozenset[str]], int],
 ) -> None:
     units, supply, g, removed, depth = island
-    sorted_rows = single_units.without(units, supply, g, RESERVE, removed, depth)
-    assert sorted_rows is not None
+    singles = SingleUnits.of(units, g, RESERVE)
+    assert singles is not None
+    sorted_rows = singles.without(supply, removed, depth)
     knapsack_rows = growth.without(units, supply, g, RESERVE, removed, depth)
     assert len(sorted_rows) == len(knapsack_rows) == len(removed)
     assert all(_same(a, b) for a, b in zip(sorted_rows, knapsack_rows, strict=True))
-    everyone = single_units.full(units, supply, g, RESERVE)
-    assert everyone is not None
-    assert _same(everyone, growth.full(units, supply, g, RESERVE))
+    assert _same(singles.full(supply), growth.full(units, supply, g, RESERVE))
 
 
 def test_a_gang_leaves_it_to_the_knapsack() -> None:
     units = [Unit("a", "x", 1, 2_000_000, 0), Unit("b", "y", 2, 2_000_000, 1)]
-    assert single_units.without(units, 3, 8, RESERVE, [frozenset({"a"})], 3) is None
-    assert single_units.full(units, 3, 8, RESERVE) is None
+    assert SingleUnits.of(units, 8, RESERVE) is None
     # a gang under the reserve bids not at all: the rest are single nodes
     low = [Unit("a", "x", 1, 2_000_000, 0), Unit("b", "y", 2, 500_000, 1)]
-    assert single_units.full(low, 3, 8, RESERVE) is not None
+    assert SingleUnits.of(low, 8, RESERVE) is not None

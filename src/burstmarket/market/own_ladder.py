@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from burstmarket.auction import IslandInput, Release, growth
 from burstmarket.clock import NS_PER_HOUR
-from burstmarket.market import single_units
+from burstmarket.market.single_units import SingleUnits
 
 Ints = npt.NDArray[np.int64]
 
@@ -169,15 +169,19 @@ def _priced(
     depth = max((h.held + rungs for h in holdings), default=0)
     removed = [h.own for h in groups]
     # every unit one node (VM demand): the others' best from one sorted array, not a knapsack
-    rows = single_units.without(auction.units, supply, g, reserve, removed, depth)
-    if rows is None:
+    singles = SingleUnits.of(auction.units, g, reserve)
+    if singles is not None:
+        rows = singles.without(supply, removed, depth)
+    else:
         rows = growth.without(auction.units, supply, g, reserve, removed, depth)
     tables = {h.cluster: row for h, row in zip(groups, rows, strict=True)}
     everyone = None
     if len(groups) < len(holdings):  # some cluster has no demand of its own there
-        everyone = single_units.full(auction.units, supply, g, reserve)
-        if everyone is None:
-            everyone = growth.full(auction.units, supply, g, reserve)
+        everyone = (
+            singles.full(supply)
+            if singles is not None
+            else growth.full(auction.units, supply, g, reserve)
+        )
     out = {}
     for h in holdings:
         others = tables.get(h.cluster, everyone)

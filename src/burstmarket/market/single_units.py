@@ -14,6 +14,7 @@ P the running sum of every value and C_c that of c's own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -24,59 +25,53 @@ from burstmarket.auction.types import Unit
 Ints = npt.NDArray[np.int64]
 
 
-def without(
-    units: Sequence[Unit],
-    supply: int,
-    g: int,
-    reserve: int,
-    removed: Sequence[frozenset[str]],
-    depth: int,
-) -> list[Others] | None:
-    """`growth.without` (for each set of unit ids in `removed`, the sets disjoint: V(x) over
-    every other unit for x in [S − depth, S]), or None when a unit that bids is not one node."""
-    kept = bidding(units, reserve)
-    if any(u.nodes != 1 for u in kept):
-        return None
-    if not removed:
-        return []
-    values, order = _ordered(kept, reserve, g)
-    total = len(kept)
-    running = np.concatenate([[0], np.cumsum(values[order])])
-    group = {uid: k for k, ids in enumerate(removed) for uid in ids}
-    codes = np.array([group.get(u.id, -1) for u in kept], dtype=np.int64)[order]
-    # each cluster's units, cluster by cluster, each in the order of value: their places q_i
-    places = np.flatnonzero(codes >= 0)
-    places = places[np.argsort(codes[places], kind="stable")]
-    mine = codes[places]
-    own = np.bincount(mine, minlength=len(removed))
-    starts = np.concatenate([[0], np.cumsum(own)])
-    rank = np.arange(len(places)) - starts[mine]
-    own_running = np.concatenate([[0], np.cumsum(running[places + 1] - running[places])])
-    low = max(0, supply - depth)
-    x = np.minimum(np.arange(low, supply + 1)[None, :], (total - own)[:, None])
-    # j(x) per cluster by one search over every cluster's q_i − i, kept apart by cluster
-    span = total + supply + 2
-    keys = mine * span + (places - rank)
-    base = np.arange(len(removed))[:, None] * span
-    before = np.searchsorted(keys, base + x, side="left") - starts[:-1, None]
-    rows = running[x + before] - (
-        own_running[starts[:-1, None] + before] - own_running[starts[:-1, None]]
-    )
-    return [Others(low, rows[k], total - int(own[k])) for k in range(len(removed))]
+@dataclass(frozen=True, slots=True)
+class SingleUnits:
+    """The island's units that bid, every one a single node, in the order of value."""
 
+    ids: list[str]
+    """Best first (equal values: in the order given)."""
+    running: Ints
+    """running[t]: the sum of the t best values over the reserve, µUSD per hour."""
 
-def full(units: Sequence[Unit], supply: int, g: int, reserve: int) -> Others | None:
-    """`growth.full` (everyone's demand, for a cluster with none of its own), or None when a
-    unit that bids is not one node."""
-    kept = bidding(units, reserve)
-    if any(u.nodes != 1 for u in kept):
-        return None
-    values, order = _ordered(kept, reserve, g)
-    running = np.concatenate([[0], np.cumsum(values[order])])
-    return Others(0, running[np.minimum(np.arange(supply + 1), len(kept))], len(kept))
+    @classmethod
+    def of(cls, units: Sequence[Unit], g: int, reserve: int) -> SingleUnits | None:
+        """None when a unit that bids is not one node: the knapsack's, then."""
+        kept = bidding(units, reserve)
+        if any(u.nodes != 1 for u in kept):
+            return None
+        values = np.array([(u.price - reserve) * g for u in kept], dtype=np.int64)
+        order = np.argsort(-values, kind="stable")
+        return cls([kept[i].id for i in order], np.concatenate([[0], np.cumsum(values[order])]))
 
+    def without(self, supply: int, removed: Sequence[frozenset[str]], depth: int) -> list[Others]:
+        """`growth.without`: for each set of unit ids in `removed` (the sets disjoint), V(x)
+        over every other unit for x in [S − depth, S]."""
+        if not removed:
+            return []
+        total, running = len(self.ids), self.running
+        group = {uid: k for k, ids in enumerate(removed) for uid in ids}
+        codes = np.array([group.get(uid, -1) for uid in self.ids], dtype=np.int64)
+        # each cluster's units, cluster by cluster, each in the order of value: their places q_i
+        places = np.flatnonzero(codes >= 0)
+        places = places[np.argsort(codes[places], kind="stable")]
+        mine = codes[places]
+        own = np.bincount(mine, minlength=len(removed))
+        starts = np.concatenate([[0], np.cumsum(own)])
+        rank = np.arange(len(places)) - starts[mine]
+        own_running = np.concatenate([[0], np.cumsum(running[places + 1] - running[places])])
+        low = max(0, supply - depth)
+        x = np.minimum(np.arange(low, supply + 1)[None, :], (total - own)[:, None])
+        # j(x) per cluster by one search over every cluster's q_i − i, kept apart by cluster
+        span = total + supply + 2
+        keys = mine * span + (places - rank)
+        base = np.arange(len(removed))[:, None] * span
+        first = starts[:-1, None]
+        before = np.searchsorted(keys, base + x, side="left") - first
+        rows = running[x + before] - (own_running[first + before] - own_running[first])
+        return [Others(low, rows[k], total - int(own[k])) for k in range(len(removed))]
 
-def _ordered(kept: Sequence[Unit], reserve: int, g: int) -> tuple[Ints, Ints]:
-    """Each unit's value over the reserve, µUSD per hour, and the units' order, best first."""
-    values = np.array([(u.price - reserve) * g for u in kept], dtype=np.int64)
-    return values, np.argsort(-values, kind="stable")
+    def full(self, supply: int) -> Others:
+        """`growth.full`: everyone's demand, for a cluster with none of its own."""
+        total = len(self.ids)
+        return Others(0, self.running[np.minimum(np.arange(supply + 1), total)], total)
