@@ -1,19 +1,23 @@
-"""A whole tick end to end on the 2,000-node / 5,000-unit / 1,000-cluster island. Prints figures.
+"""A whole tick end to end on a large island (2,000 nodes by default). Prints figures.
 
-    .venv/bin/python bench/bench_tick.py [ticks]
+    .venv/bin/python bench/bench_tick.py [ticks] [--nodes N] [--clusters N]
 
-1,000 VM clusters each declare 5 nodes (5,000 single-node units) at prices spread over
-1.00-9.99 USD per GPU-hour on a 2,000-node island of 8 GPUs (reserve 1.0), in a real DuckDB
-file. Ticks are one hour apart, so every window has lapsed and every held node competes again:
-the worst case for the tick. For each tick: the engine's own clearing time (the `clear` call
+By default 1,000 VM clusters each declare 5 nodes (5,000 single-node units) at prices spread
+over 1.00-9.99 USD per GPU-hour on a 2,000-node island of 8 GPUs (reserve 1.0), in a real
+DuckDB file; `--nodes 10000 --clusters 5000` is the large case (25,000 units). Ticks are one
+hour apart, so every window has lapsed and every held node competes again: the worst case for
+the tick. For each tick: the engine's own clearing time (the `clear` call
 inside the tick), the whole tick (read demand as Arrow, clear, apply, write every batch,
 commit) and the difference, the tick's own work, which is what the market's code around the
 engine costs, in wall time and in the process's CPU time (all its threads: on a shared machine
-the wall time also counts other processes' turns). The goal is whole tick < 2x clearing.
+the wall time also counts other processes' turns). The goal: the tick's own work no more than
+the clearing (own/clear CPU <= 1).
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import statistics
 import sys
 import tempfile
@@ -34,7 +38,7 @@ from burstmarket.market.tick import clearing as tick_clearing  # noqa: E402
 from burstmarket.settings import Settings  # noqa: E402
 from burstmarket.store import Database  # noqa: E402
 
-NODES, CLUSTERS, NODES_EACH, G = 2_000, 1_000, 5, 8
+NODES_EACH, G = 5, 8
 clear_times: list[tuple[float, float]] = []
 """Each clearing's wall and CPU seconds."""
 
@@ -46,12 +50,12 @@ def timed_clear(island: IslandInput) -> Clearing:
     return result
 
 
-def build(data_dir: Path) -> Market:
+def build(data_dir: Path, nodes: int, clusters: int) -> Market:
     settings = Settings(clock="manual", data_dir=data_dir, tick_seconds=3600)
     db = Database(settings.database_path)
     clock = ManualClock(1_800_000_000 * 1_000_000_000)
     with db.write() as cur:
-        create_island(cur, Island("big", G, NODES, 1_000_000, None), clock.now_ns())
+        create_island(cur, Island("big", G, nodes, 1_000_000, None), clock.now_ns())
         cur.execute("INSERT INTO accounts VALUES ('bench', 0)")
         cur.execute(
             "INSERT INTO ledger (ts, account, kind, gpus, gpu_ms, units) "
@@ -66,48 +70,59 @@ def build(data_dir: Path) -> Market:
                    [{'nodes': $nodes, 'since': i, 'seq': i}]
             FROM range($clusters) r(i)
             """,
-            {"gpus": NODES_EACH * G, "nodes": NODES_EACH, "clusters": CLUSTERS},
+            {"gpus": NODES_EACH * G, "nodes": NODES_EACH, "clusters": clusters},
         )
     return Market(db, clock, settings)  # reads the balance deposited above
 
 
-def main(ticks: int) -> None:
+def main(ticks: int, nodes: int, clusters: int) -> None:
     tick_clearing.clear = timed_clear  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
-        market = build(Path(tmp))
+        market = build(Path(tmp), nodes, clusters)
+        # as the service does once started (api/app.py): what exists at start stays out of the
+        # collector's full passes
+        gc.collect()
+        gc.freeze()
         clock = market.clock
         assert isinstance(clock, ManualClock)
-        rows: list[tuple[float, float, float, Any]] = []
+        rows: list[tuple[float, float, float, float, Any]] = []
         for _ in range(ticks):
             at = clock.advance(NS_PER_HOUR)
             started, cpu = time.perf_counter(), time.process_time()
             event = market.tick("big", at)
             whole, whole_cpu = time.perf_counter() - started, time.process_time() - cpu
             engine, engine_cpu = clear_times[-1]
-            rows.append((whole, engine, whole_cpu - engine_cpu, event.stats))
+            rows.append((whole, engine, engine_cpu, whole_cpu - engine_cpu, event.stats))
         print(
-            f"island: {NODES} nodes x {G} GPUs, {CLUSTERS} clusters, {CLUSTERS * NODES_EACH} units"
+            f"island: {nodes} nodes x {G} GPUs, {clusters} clusters, {clusters * NODES_EACH} units"
         )
         print(
-            f"{'tick':>4} {'whole ms':>9} {'clear ms':>9} {'own ms':>9} {'own CPU':>9} {'ratio':>6}"
-            "  held GPUs  vwap"
+            f"{'tick':>4} {'whole ms':>9} {'clear ms':>9} {'own ms':>9} {'clear CPU':>9}"
+            f" {'own CPU':>9} {'own/clear':>9}  held GPUs  vwap"
         )
-        for number, (whole, engine, own_cpu, stats) in enumerate(rows, start=1):
+        for number, (whole, engine, engine_cpu, own_cpu, stats) in enumerate(rows, start=1):
             print(
                 f"{number:>4} {whole * 1e3:9.1f} {engine * 1e3:9.1f} {(whole - engine) * 1e3:9.1f}"
-                f" {own_cpu * 1e3:9.1f} {whole / engine:6.2f}  {stats.gpus:>9}  {stats.vwap}"
+                f" {engine_cpu * 1e3:9.1f} {own_cpu * 1e3:9.1f} {own_cpu / engine_cpu:9.2f}"
+                f"  {stats.gpus:>9}  {stats.vwap}"
             )
         steady = rows[1:] or rows
         whole = statistics.median(r[0] for r in steady)
         engine = statistics.median(r[1] for r in steady)
+        engine_cpu = statistics.median(r[2] for r in steady)
         own = statistics.median(r[0] - r[1] for r in steady)
-        own_cpu = statistics.median(r[2] for r in steady)
+        own_cpu = statistics.median(r[3] for r in steady)
         print(
-            f"median (ticks 2+): whole {whole * 1e3:.1f} ms, clear {engine * 1e3:.1f} ms, "
-            f"ratio {whole / engine:.2f} (goal < 2); the tick's own work {own * 1e3:.1f} ms, "
-            f"{own_cpu * 1e3:.1f} ms CPU"
+            f"median (ticks 2+): whole {whole * 1e3:.1f} ms, clear {engine * 1e3:.1f} ms "
+            f"({engine_cpu * 1e3:.1f} ms CPU); the tick's own work {own * 1e3:.1f} ms "
+            f"({own_cpu * 1e3:.1f} ms CPU); own/clear CPU {own_cpu / engine_cpu:.2f} (goal <= 1)"
         )
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    parser = argparse.ArgumentParser(description="A whole tick end to end on a large island.")
+    parser.add_argument("ticks", nargs="?", type=int, default=5)
+    parser.add_argument("--nodes", type=int, default=2_000)
+    parser.add_argument("--clusters", type=int, default=1_000)
+    args = parser.parse_args()
+    main(args.ticks, args.nodes, args.clusters)

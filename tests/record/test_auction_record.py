@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from burstmarket.auction import IslandInput, Protected, Release, Unit, clear
-from burstmarket.market.auction_record import NEXT, NOW, bid_rows, read_auctions
+from burstmarket.market.auction_record import NEXT, NOW, bid_batch, read_auctions
 from burstmarket.market.ladder import published_ladder
 from burstmarket.market.tables import BIDS
 from burstmarket.market.tick.types import AuctionRecord, StepDown
@@ -70,7 +70,7 @@ def test_every_part_of_both_auctions_comes_back_through_the_store_and_parquet(
     db = Database(tmp_path / "market.duckdb")
     try:
         with db.write() as cur:
-            BIDS.insert(cur, bid_rows("x", 7, T, now, coming))
+            BIDS.insert_batch(cur, bid_batch("x", 7, T, now, coming))
         exported = tmp_path / "bids.parquet"
         with db.read() as cur:
             stored = records_back("bids", cur)

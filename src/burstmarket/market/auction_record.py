@@ -1,6 +1,6 @@
 """A tick's auctions as rows of the `bids` table, and back (docs/history.md "The record").
 
-`bid_rows` is the tick's side: the auction it cleared (`now`) and the one its ladders priced
+`bid_batch` is the tick's side: the auction it cleared (`now`) and the one its ladders priced
 (`next`), each part a row, prices as exact USD per GPU-hour. `read_auctions` is the other way,
 from rows read out of the history with prices as integer µUSD and times as market ns (what
 `burstmarket verify` and a backtest feed the engine): it gives back the same `AuctionRecord`s,
@@ -11,16 +11,18 @@ them in that order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
+
+import pyarrow as pa
 
 from burstmarket.auction import IslandInput, Protected, Release, Unit
 from burstmarket.clock import to_datetime
-from burstmarket.market.tables import BidRow
+from burstmarket.market.tables import BIDS, USD
 from burstmarket.market.tick.types import AuctionRecord, StepDown
-from burstmarket.money import micros_to_decimal
+from burstmarket.store.table import scaled_decimals
 
 NOW = "now"
 """The auction the tick cleared."""
@@ -37,57 +39,99 @@ SUPPLY, UNIT, PROTECTED, STEP_DOWN, RELEASE, RELEASE_UNIT = (
 )
 
 
-def bid_rows(
+def bid_batch(
     island: str, tick: int, time: datetime, now: AuctionRecord, coming: AuctionRecord
-) -> list[BidRow]:
-    """Every part of the tick's two auctions, as the store and the history keep them."""
-    rows: list[BidRow] = []
+) -> pa.Table:
+    """Every part of the tick's two auctions, as the store and the history keep them: a batch
+    of `bids` built column by column (a tick records thousands of units)."""
+    parts = _Parts()
     for which, record in ((NOW, now), (NEXT, coming)):
-        parts = _parts(record)
-        rows += [BidRow(island, tick, time, which, *part) for part in parts]
-    return rows
+        parts.add(which, record)
+    n = len(parts.part)
+    return BIDS.from_columns(
+        {
+            "island": [island] * n,
+            "tick": [tick] * n,
+            "time": [time] * n,
+            "auction": parts.auction,
+            "part": parts.part,
+            "cluster": parts.cluster,
+            "unit": parts.unit,
+            "nodes": parts.nodes,
+            "price": scaled_decimals(parts.price, USD),
+            "age": parts.age,
+            "ends_at": parts.ends_at,
+            "locked_by_clearing": parts.locked_by_clearing,
+            "gpus_per_node": parts.gpus_per_node,
+        }
+    )
 
 
-_Part = tuple[
-    str,
-    str | None,
-    str | None,
-    int,
-    Decimal | None,
-    int | None,
-    datetime | None,
-    bool | None,
-    int | None,
-]
-"""A row's part, cluster, unit, nodes, price, age, ends_at, locked_by_clearing, gpus_per_node."""
+@dataclass(slots=True)
+class _Parts:
+    """The `bids` columns of the parts gathered so far (prices in µUSD)."""
 
+    auction: list[str] = field(default_factory=list)
+    part: list[str] = field(default_factory=list)
+    cluster: list[str | None] = field(default_factory=list)
+    unit: list[str | None] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    price: list[int | None] = field(default_factory=list)
+    age: list[int | None] = field(default_factory=list)
+    ends_at: list[datetime | None] = field(default_factory=list)
+    locked_by_clearing: list[bool | None] = field(default_factory=list)
+    gpus_per_node: list[int | None] = field(default_factory=list)
 
-def _parts(record: AuctionRecord) -> list[_Part]:
-    a = record.auction
-    out: list[_Part] = [
-        (SUPPLY, None, None, a.nodes, _usd(a.reserve_price), None, None, None, a.gpus_per_node)
-    ]
-    for age, u in enumerate(a.units):
-        out.append((UNIT, u.cluster, u.id, u.nodes, _usd(u.price), age, None, None, None))
-    for p in a.protected:
-        out.append(
-            (PROTECTED, p.cluster, None, p.nodes, _usd(p.locked_price), None, None, None, None)
-        )
-    for d in record.step_downs:
-        fresh = d.locked_by_clearing
-        out.append(
-            (STEP_DOWN, d.cluster, None, d.nodes, _usd(d.locked_price), None, None, fresh, None)
-        )
-    for r in record.releases:
-        at = to_datetime(r.at)
-        out.append((RELEASE, None, None, r.nodes, None, None, at, None, None))
-        for age, u in enumerate(r.units):
-            out.append((RELEASE_UNIT, u.cluster, u.id, u.nodes, _usd(u.price), age, at, None, None))
-    return out
+    def add(self, which: str, record: AuctionRecord) -> None:
+        a = record.auction
+        self.row(which, SUPPLY, None, a.nodes, a.reserve_price, gpus_per_node=a.gpus_per_node)
+        self.units(which, UNIT, a.units, None)
+        for p in a.protected:
+            self.row(which, PROTECTED, p.cluster, p.nodes, p.locked_price)
+        for d in record.step_downs:
+            self.row(which, STEP_DOWN, d.cluster, d.nodes, d.locked_price, d.locked_by_clearing)
+        for r in record.releases:
+            at = to_datetime(r.at)
+            self.row(which, RELEASE, None, r.nodes, None, ends_at=at)
+            self.units(which, RELEASE_UNIT, r.units, at)
 
+    def row(
+        self,
+        which: str,
+        part: str,
+        cluster: str | None,
+        nodes: int,
+        price: int | None,
+        locked_by_clearing: bool | None = None,
+        *,
+        ends_at: datetime | None = None,
+        gpus_per_node: int | None = None,
+    ) -> None:
+        """One part that is no unit."""
+        self.auction.append(which)
+        self.part.append(part)
+        self.cluster.append(cluster)
+        self.unit.append(None)
+        self.nodes.append(nodes)
+        self.price.append(price)
+        self.age.append(None)
+        self.ends_at.append(ends_at)
+        self.locked_by_clearing.append(locked_by_clearing)
+        self.gpus_per_node.append(gpus_per_node)
 
-def _usd(micros: int) -> Decimal:
-    return micros_to_decimal(micros)
+    def units(self, which: str, part: str, units: Sequence[Unit], at: datetime | None) -> None:
+        """Units in their age order, each with its place in it as its age."""
+        k = len(units)
+        self.auction += [which] * k
+        self.part += [part] * k
+        self.cluster += [u.cluster for u in units]
+        self.unit += [u.id for u in units]
+        self.nodes += [u.nodes for u in units]
+        self.price += [u.price for u in units]
+        self.age += range(k)
+        self.ends_at += [at] * k
+        self.locked_by_clearing += [None] * k
+        self.gpus_per_node += [None] * k
 
 
 def read_auctions(rows: Iterable[Mapping[str, Any]]) -> dict[str, AuctionRecord]:

@@ -16,14 +16,15 @@ so a rung priced at the earliest one is not always the cheapest moment.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from burstmarket.auction import IslandInput, Release, later_prices, later_rungs, price_ladder
 from burstmarket.clock import NS_PER_HOUR
 
 
-@dataclass(frozen=True, slots=True)
-class LadderRung:
+class LadderRung(NamedTuple):
+    """One rung (a tuple, immutable: a tick makes one for every node of the island)."""
+
     nodes: int
     gpus: int
     price: int
@@ -47,6 +48,8 @@ def published_ladder(
     rungs += [(r.nodes, r.gpus, r.price, r.at) for r in later_rungs(auction, releases)]
     soon = [(at, prices) for at, _, prices in later_prices(auction, releases)]
     soon = [(at, prices) for at, prices in soon if at <= now + NS_PER_HOUR]
+    if not soon:  # no window ends within the hour: no rung has a later price
+        return tuple(LadderRung(nodes, gpus, price, since) for nodes, gpus, price, since in rungs)
     out = []
     for nodes, gpus, price, since in rungs:
         later: list[tuple[int, int]] = []

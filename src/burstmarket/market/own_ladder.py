@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction import IslandInput, Release, growth
 from burstmarket.clock import NS_PER_HOUR
+from burstmarket.market import single_units
 
 Ints = npt.NDArray[np.int64]
 
@@ -29,8 +31,9 @@ LATER_TIMES = 8
 is one more pass over the island's demand (docs/market.md "The cluster's own ladder")."""
 
 
-@dataclass(frozen=True, slots=True)
-class OwnRung:
+class OwnRung(NamedTuple):
+    """One rung (a tuple, immutable: a tick makes sixteen for every cluster of the island)."""
+
     nodes: int
     """n more nodes."""
     gpus: int
@@ -128,25 +131,31 @@ def _rungs(
 ) -> tuple[OwnRung, ...]:
     """A cluster's rungs from its (prices, bills) at each time: a rung's own is the first that
     has one (−1: none then); `later` lists the times after it where its price changes."""
+    prices, bills = levels[0]
+    if len(levels) == 1:  # no window ends within the hour: the rungs there are, and no later
+        count = next((i for i, price in enumerate(prices) if price < 0), len(prices))
+        return tuple(
+            OwnRung(n, n * g, price, billed, None, ())
+            for n, price, billed in zip(range(1, count + 1), prices, bills, strict=False)
+        )
     ladder = []
-    for i, (price, billed) in enumerate(zip(*levels[0], strict=True)):
-        n = i + 1
-        since = times[0]
+    for i, price in enumerate(prices):
+        first = 0
         if price < 0:
-            first = next((k for k, (p, _) in enumerate(levels) if p[i] >= 0), None)
-            if first is None:
+            first = next((k for k in range(1, len(levels)) if levels[k][0][i] >= 0), -1)
+            if first < 0:
                 break
-            since, price, billed = times[first], levels[first][0][i], levels[first][1][i]
+            price = levels[first][0][i]
+        # the times are in order: those after the rung's own are the levels after `first`
         later: list[tuple[int, int]] = []
         last = price
-        for at, (p, _) in zip(times[1:], levels[1:], strict=True):
-            if at is not None and since is not None and at <= since:
-                continue
+        for at, (p, _) in zip(times[first + 1 :], levels[first + 1 :], strict=True):
             if p[i] >= 0 and p[i] != last:
                 assert at is not None
                 later.append((at, p[i]))
                 last = p[i]
-        ladder.append(OwnRung(n, n * g, price, billed, since, tuple(later)))
+        n = i + 1
+        ladder.append(OwnRung(n, n * g, price, levels[first][1][i], times[first], tuple(later)))
     return tuple(ladder)
 
 
@@ -158,10 +167,17 @@ def _priced(
     supply, g, reserve = auction.nodes, auction.gpus_per_node, auction.reserve_price
     groups = [h for h in holdings if h.own]
     depth = max((h.held + rungs for h in holdings), default=0)
-    rows = growth.without(auction.units, supply, g, reserve, [h.own for h in groups], depth)
+    removed = [h.own for h in groups]
+    # every unit one node (VM demand): the others' best from one sorted array, not a knapsack
+    rows = single_units.without(auction.units, supply, g, reserve, removed, depth)
+    if rows is None:
+        rows = growth.without(auction.units, supply, g, reserve, removed, depth)
     tables = {h.cluster: row for h, row in zip(groups, rows, strict=True)}
-    alone = len(groups) < len(holdings)  # some cluster has no demand of its own there
-    everyone = growth.full(auction.units, supply, g, reserve) if alone else None
+    everyone = None
+    if len(groups) < len(holdings):  # some cluster has no demand of its own there
+        everyone = single_units.full(auction.units, supply, g, reserve)
+        if everyone is None:
+            everyone = growth.full(auction.units, supply, g, reserve)
     out = {}
     for h in holdings:
         others = tables.get(h.cluster, everyone)

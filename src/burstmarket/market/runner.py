@@ -18,19 +18,22 @@ The auction clears holding nothing, so declarations never wait for it:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from time import perf_counter
+
+import pyarrow as pa
 
 from burstmarket.clearing_json import render_published_ladder, render_stats
 from burstmarket.clock import NS_PER_MS, Clock, to_datetime
 from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
-from burstmarket.market.auction_record import bid_rows
+from burstmarket.market.auction_record import bid_batch
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
 from burstmarket.market.figures import Figures, LastTick, OwnLadders
 from burstmarket.market.hot import Hot
+from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import CHARGE, Billed, scale_down
 from burstmarket.market.lock import MarketLock
 from burstmarket.market.lookups import billing_hold_since, read_island
@@ -61,10 +64,10 @@ from burstmarket.market.tables import (
     PENDING,
     RECEIPTS,
     TICKS,
+    USD,
     VERDICTS,
     AllocationRow,
     ClusterRateRow,
-    LadderRow,
     PendingRow,
     TickRow,
     VerdictRow,
@@ -73,6 +76,7 @@ from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import micros_to_decimal, units_to_usd, usd
 from burstmarket.store import Database
 from burstmarket.store.rows import Cursor, fetch, fetch_arrow, run
+from burstmarket.store.table import scaled_decimals
 
 
 class TickRunner:
@@ -237,30 +241,35 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
         ],
     )
     ALLOCATIONS.insert(cur, [AllocationRow(island, tick, when, *a) for a in out.allocations])
-    LADDER.insert(
-        cur,
-        [
-            LadderRow(
-                island,
-                tick,
-                when,
-                rung.nodes,
-                rung.gpus,
-                micros_to_decimal(rung.price),
-                _time(rung.contestable_at),
-                [
-                    {"since": to_datetime(at), "price": micros_to_decimal(price)}
-                    for at, price in rung.later
-                ],
-            )
-            for rung in out.ladder
-        ],
-    )
+    LADDER.insert_batch(cur, _ladder_batch(island, tick, when, out.ladder))
     VERDICTS.insert(cur, [VerdictRow(island, tick, *v) for v in out.verdicts])
     RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
     PENDING.insert(cur, [PendingRow(island, tick, *w) for w in out.waiting])
     _write_record(cur, inp, out)
+
+
+def _ladder_batch(island: str, tick: int, when: datetime, rungs: Sequence[LadderRung]) -> pa.Table:
+    """The published ladder's rows, column by column (a rung for every node of the island)."""
+    n = len(rungs)
+    return LADDER.from_columns(
+        {
+            "island": [island] * n,
+            "tick": [tick] * n,
+            "time": [when] * n,
+            "nodes": [r.nodes for r in rungs],
+            "gpus": [r.gpus for r in rungs],
+            "price": scaled_decimals([r.price for r in rungs], USD),
+            "contestable_at": [_time(r.contestable_at) for r in rungs],
+            "later": [
+                [
+                    {"since": to_datetime(at), "price": micros_to_decimal(price)}
+                    for at, price in r.later
+                ]
+                for r in rungs
+            ],
+        }
+    )
 
 
 def _write_record(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
@@ -269,7 +278,7 @@ def _write_record(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     island, when = inp.island, to_datetime(inp.time)
     assert out.bids is not None  # run_tick sets both
     assert out.next_bids is not None
-    BIDS.insert(cur, bid_rows(island.id, inp.tick, when, out.bids, out.next_bids))
+    BIDS.insert_batch(cur, bid_batch(island.id, inp.tick, when, out.bids, out.next_bids))
     run(
         cur,
         "record_island_terms",

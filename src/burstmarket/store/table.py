@@ -22,6 +22,7 @@ from functools import cache
 from operator import attrgetter
 from typing import Any, Final, Generic, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from burstmarket.store.rows import Cursor, write_batch
@@ -150,10 +151,27 @@ class Table(Generic[R]):
         arrays = [pa.array(list(map(self._get[f.name], rows)), type=f.type) for f in schema]
         return pa.Table.from_arrays(arrays, schema=schema)
 
+    def from_columns(self, columns: Mapping[str, Sequence[Any] | pa.Array]) -> pa.Table:
+        """A batch of every mapped column from its values, column by column (`columns`: name
+        -> values or an Arrow array): for thousands of rows never made into row objects."""
+        schema = self.schema()
+        if sorted(columns) != sorted(schema.names):
+            raise ValueError(f"table {self.name}: columns {sorted(columns)}, mapped {schema.names}")
+        arrays = [
+            v if isinstance(v := columns[f.name], pa.Array) else pa.array(v, type=f.type)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
     def insert(self, cur: Cursor, rows: Sequence[R]) -> None:
         """Append `rows` in one statement."""
         if rows:
             write_batch(cur, _insert_sql(self), self.batch_name, self.to_arrow(rows))
+
+    def insert_batch(self, cur: Cursor, batch: pa.Table) -> None:
+        """Append a batch made by `from_columns` in one statement."""
+        if batch.num_rows:
+            write_batch(cur, _insert_sql(self), self.batch_name, batch)
 
     def update(self, cur: Cursor, rows: Sequence[R], names: Sequence[str]) -> None:
         """Set the columns `names` of the stored rows with the keys of `rows`, in one
@@ -161,6 +179,21 @@ class Table(Generic[R]):
         if rows:
             batch = self.to_arrow(rows, (*self.key, *names))
             write_batch(cur, _update_sql(self, tuple(names)), self.batch_name, batch)
+
+
+def scaled_decimals(values: Sequence[int | None], kind: SqlType) -> pa.Array:
+    """A DECIMAL column from integers in units of its scale (µUSD for DECIMAL(18,6); None:
+    NULL), exact: each integer is the decimal's own 128-bit value, with no Decimal made."""
+    assert pa.types.is_decimal128(kind.arrow)
+    ints = pa.array(values, type=pa.int64())
+    low = np.frombuffer(ints.buffers()[1], dtype=np.int64, count=len(ints))
+    words = np.empty((len(ints), 2), dtype=np.int64)  # little-endian: low word, then sign
+    words[:, 0] = low
+    words[:, 1] = low >> 63
+    validity = ints.buffers()[0]
+    return pa.Array.from_buffers(
+        kind.arrow, len(ints), [validity, pa.py_buffer(words)], null_count=ints.null_count
+    )
 
 
 def _shown(kind: tuple[str, bool]) -> str:

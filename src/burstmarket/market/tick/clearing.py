@@ -92,15 +92,16 @@ def gather_bids(s: TickState) -> Bids:
         aged += short_units(s, c)
         aged += kind.new_units(s, c, waiting)
     demand = {u.id: d for _, u, d in aged}
-    reclaimable = sum(len(d.nodes) for d in demand.values())
+    reclaimable = sum([len(d.nodes) for d in demand.values()])
     owed = s.owed()
     # replacements still owed take reclaimed nodes after the auction, ahead of every bid: they
     # are held (and pay) from this tick, like those that found a free node
     for lost in owed[: s.free_count() + reclaimable]:
         c = s.clusters[lost.cluster or ""]
         locks[(c.id, KINDS[c.kind].window_cap(s, c, lost))] += 1
-    aged.sort(key=lambda a: (a[0], a[1].id))
-    units = [u for _, u, _ in aged]
+    # oldest first, equal ages by id: the keys made in one pass, not a call per unit
+    keys = [(age, u.id) for age, u, _ in aged]
+    units = [aged[i][1] for i in sorted(range(len(aged)), key=keys.__getitem__)]
     auction = IslandInput(
         nodes=max(0, s.free_count() + reclaimable - len(owed)),
         gpus_per_node=s.gpus_per_node,
