@@ -23,10 +23,10 @@ How the suite is split:
   dir, so servers run side by side.
 - A test that measures a server's pace, CPU or memory against the same run's calm window is
   marked `alone`: it waits for the tests beside it to end and none starts beside it (`turn`),
-  so its calm window and its measured windows see the same machine. Its file, holding it alone,
-  is handed out last, so it waits for the last tests only, never for a file of minutes. It still compares with its
-  own calm window only, never with a wall-clock constant: the machine may be busy with other
-  work throughout.
+  so its calm window and its measured windows see the same machine. Its file, holding it
+  alone, is handed out last, so it waits for the last tests only, never for a file of minutes.
+  It still compares with its own calm window only, never with a wall-clock constant: the
+  machine may be busy with other work throughout.
 """
 
 from __future__ import annotations
