@@ -23,9 +23,10 @@ How the suite is split:
   dir, so servers run side by side.
 - A test that measures a server's pace, CPU or memory against the same run's calm window is
   marked `alone`: it waits for the tests beside it to end and none starts beside it (`turn`),
-  so its calm window and its measured windows see the same machine. It still compares with its
-  own calm window only, never with a wall-clock constant: the machine may be busy with other
-  work throughout.
+  so its calm window and its measured windows see the same machine. Its file, holding it
+  alone, is handed out last, so it waits for the last tests only, never for a file of minutes.
+  It still compares with its own calm window only, never with a wall-clock constant: the
+  machine may be busy with other work throughout.
 """
 
 from __future__ import annotations
@@ -328,12 +329,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if folder in E2E_FOLDERS or SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
     # The files of minutes first (`early`: a simulated week), then those whose tests start
-    # servers (most of the run's time), in their order, then the others: pytest-xdist hands
-    # files out in this order (`--no-loadscope-reorder`), so the run does not end on one long
-    # file while the other workers have nothing left.
+    # servers (most of the run's time), in their order, then the others, and the files of
+    # `alone` tests last: pytest-xdist hands files out in this order (`--no-loadscope-reorder`),
+    # so the run does not end on one long file while the other workers have nothing left, and
+    # an `alone` test waits only for the tests running at the end, never for a file of minutes
+    # (every worker would wait with it).
     early = {item.path for item in items if item.get_closest_marker("early") is not None}
     serving = {item.path for item in items if item.get_closest_marker("e2e") is not None}
-    items.sort(key=lambda item: (item.path not in early, item.path not in serving))
+    alone = {item.path for item in items if item.get_closest_marker(ALONE) is not None}
+    items.sort(
+        key=lambda item: (item.path in alone, item.path not in early, item.path not in serving)
+    )
 
 
 # --- every run on every core; a test that measures the machine's calm runs alone ----------

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.conftest import Server
 from tests.e2e.support import ok, tick
@@ -35,12 +36,24 @@ def sign_in(page: Page, server: Server, auth: dict[str, str], through: str = "")
 
 
 def settled(page: Page, island_tick: int, timeout_ms: int = WAIT_MS) -> None:
-    """The page has read the cluster's own state again after the island's tick `island_tick`."""
-    page.wait_for_function(
-        "(n) => Number(document.body.dataset.refreshedTick || 0) >= n",
-        arg=island_tick,
-        timeout=timeout_ms,
-    )
+    """The page has read the cluster's own state again after the island's tick `island_tick`.
+    It fails once `timeout_ms` pass with the page reading no newer tick: a busy machine slows
+    the ticks, it does not stop them."""
+    read = "() => Number(document.body.dataset.refreshedTick || 0)"
+    seen = int(page.evaluate(read))
+    while True:
+        try:
+            page.wait_for_function(
+                "(n) => Number(document.body.dataset.refreshedTick || 0) >= n",
+                arg=island_tick,
+                timeout=timeout_ms,
+            )
+            return
+        except PlaywrightTimeoutError:
+            now = int(page.evaluate(read))
+            if now <= seen:
+                raise
+            seen = now  # still moving on: wait again
 
 
 def island_of(server: Server, island: str, nodes: int, node_spec: Any = None) -> None:

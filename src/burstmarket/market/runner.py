@@ -42,6 +42,7 @@ from burstmarket.market.model import (
     BILLING_HOLD,
     Block,
     Cluster,
+    Island,
     Node,
     newest_first,
 )
@@ -88,6 +89,10 @@ class TickRunner:
         self._lock = lock
         self._figures = figures
         self._hot = hot
+        self._terms: dict[str, Terms] = {}
+        """Each island's terms as its last recorded row holds them (`record_island_terms`),
+        once a tick of this process has committed: a tick on the same terms writes no row, so
+        it runs no statement to find that out."""
 
     def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
         """Run and commit one tick of one island at `time` (default: its next tick time).
@@ -113,9 +118,11 @@ class TickRunner:
             """Every node of the island as the tick leaves it."""
             with self._db.held():
                 epoch = self._db.epoch
+                terms = _terms(inp.island)
                 with self._db.write() as cur:
                     self._late_scale_downs(inp, out, final)
-                    _write(cur, inp, out)
+                    _write(cur, inp, out, record_terms=self._terms.get(island_id) != terms)
+                self._terms[island_id] = terms  # the last recorded row holds them now
                 figures.ticked(island_id, LastTick(number, at), out.rates, _own(number, at, out))
                 figures.fold(out.ledger)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
@@ -191,7 +198,7 @@ def _may_stop(b: Block, at: int) -> bool:
     return at >= b.ends_at or negative
 
 
-def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+def _write(cur: Cursor, inp: TickInput, out: TickOutput, record_terms: bool) -> None:
     """Every row of the tick: its state changes, then the market data it publishes."""
     # ledger first: a grant's commitment is written before the grant itself
     LEDGER.insert(cur, out.ledger)
@@ -246,7 +253,7 @@ def _write(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
     RECEIPTS.insert(cur, out.receipts)
     BLOCKS.update(cur, out.blocks, BLOCK_PROGRESS)
     PENDING.insert(cur, [PendingRow(island, tick, *w) for w in out.waiting])
-    _write_record(cur, inp, out)
+    _write_record(cur, inp, out, record_terms)
 
 
 def _ladder_batch(island: str, tick: int, when: datetime, rungs: Sequence[LadderRung]) -> pa.Table:
@@ -272,13 +279,24 @@ def _ladder_batch(island: str, tick: int, when: datetime, rungs: Sequence[Ladder
     )
 
 
-def _write_record(cur: Cursor, inp: TickInput, out: TickOutput) -> None:
+Terms = tuple[int, int, str | None, int]
+"""An island's recorded terms: GPUs per node, nodes, node spec, reserve price (µUSD)."""
+
+
+def _terms(island: Island) -> Terms:
+    return (island.gpus_per_node, island.nodes, island.node_spec, island.reserve_price)
+
+
+def _write_record(cur: Cursor, inp: TickInput, out: TickOutput, record_terms: bool) -> None:
     """The record of the tick (docs/history.md "The record"): every part of its two auctions,
-    and the island's terms when they changed since its last recorded tick."""
+    and the island's terms when they changed since its last recorded tick (`record_terms`:
+    unless the runner knows they did not)."""
     island, when = inp.island, to_datetime(inp.time)
     assert out.bids is not None  # run_tick sets both
     assert out.next_bids is not None
     BIDS.insert_batch(cur, bid_batch(island.id, inp.tick, when, out.bids, out.next_bids))
+    if not record_terms:
+        return
     run(
         cur,
         "record_island_terms",
