@@ -5,7 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint bench bench-record clean chromium redis
+.PHONY: run test test-fast lint suite bench bench-record clean system-packages
+
+# Independent steps run side by side: Debian's packages install while pip installs (a fresh
+# machine's two downloads), and lint checks while the suite runs. Lines stay whole.
+MAKEFLAGS += --jobs=2 --output-sync=line
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -24,7 +28,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: $(STAMP) lint chromium redis
+test: lint suite
+
+suite: $(STAMP) system-packages
 	$(BIN)/pytest
 
 # The fast loop: every test that starts no server (tests/conftest.py marks the others e2e), on
@@ -32,16 +38,18 @@ test: $(STAMP) lint chromium redis
 test-fast: $(STAMP)
 	$(BIN)/pytest -m "not e2e"
 
-# The browser test drives Debian's chromium (never a browser download of Playwright's own).
-chromium:
-	@command -v chromium >/dev/null || { echo "Installing Debian's chromium for the browser test (apt-get)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-
-# The bus tests run Debian's redis-server, each on a free loopback port of its own, started
-# and stopped by the tests (tests/conftest.py `redis_server`); installed here if missing.
-redis:
-	@command -v redis-server >/dev/null || { echo "Installing Debian's redis-server for the bus tests (apt-get)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+# What the suite needs from Debian, in one apt-get (two would wait on each other's lock): the
+# browser tests drive Debian's chromium (never a browser download of Playwright's own), and the
+# bus tests run redis-server, each on a free loopback port of its own, started and stopped by
+# the tests (tests/conftest.py `redis_server`).
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian's$$missing for the browser and bus tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; \
+	fi
 
 # A whole tick of the 2,000-node island first (a minute), then the engine alone (twenty).
 bench: $(STAMP)

@@ -72,6 +72,12 @@ READERS_WAIT_SECONDS = 2.0
 """How long a reopen waits for the readers still holding a cursor of the old connection."""
 DUCKDB_CHECKPOINTS_OFF = "1000TB"
 """DuckDB's own checkpoint threshold: never reached, so it never checkpoints inside a COMMIT."""
+STATEMENT_THREADS = 1
+"""DuckDB threads per statement. The store's statements are small (DuckDB splits a scan only per
+row group of 122,880 rows, so a market's tables give it no work to share) and run many at a
+time, one per request and the tick's; handing each to a thread pool cost more than it saved:
+`bench/bench_tick.py` measured the tick's own work 20-25 % cheaper on one thread (231 -> 185 ms
+at 2,000 nodes, 1,420 -> 1,070 ms at 10,000), `simulate` 10 % less CPU (docs/service.md)."""
 
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
@@ -107,6 +113,7 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
             config={
                 "python_enable_replacements": False,
                 "checkpoint_threshold": DUCKDB_CHECKPOINTS_OFF,
+                "threads": STATEMENT_THREADS,
             },
         )
     except duckdb.Error as exc:
