@@ -76,8 +76,8 @@ STATEMENT_THREADS = 1
 """DuckDB threads per statement. The store's statements are small (DuckDB splits a scan only per
 row group of 122,880 rows, so a market's tables give it no work to share) and run many at a
 time, one per request and the tick's; handing each to a thread pool cost more than it saved:
-`bench/bench_tick.py` measured the tick's own work 20-25 % cheaper on one thread (231 -> 185 ms
-at 2,000 nodes, 1,420 -> 1,070 ms at 10,000), `simulate` 10 % less CPU (docs/service.md)."""
+on one thread `bench/bench_tick.py` measured the tick's own work 20-25 % cheaper and `simulate`
+used 10 % less CPU (docs/service.md gives the figures)."""
 
 _HOLDER = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
