@@ -78,12 +78,19 @@ def test_closed_windows_are_exported_then_compacted_per_month(tmp_path: Path) ->
 
     commit(db, range(221, 401))  # across midnight into April, to 00:06:30
     exporter.run()
-    # March closed: its three parts are now one file; April's first window is on its own.
+    # March closed: its three parts are now one file; April's first window is on its own. A
+    # table with no row after the first export has that first part only (a window without rows
+    # gets no file, but a table's first does, for a glob to find it typed).
+    rowed = ("cluster_rates", "allocations", "ladder", "ticks")
     for table in TABLES:
-        assert files(root, table) == [
-            "island=east/month=2025-03/20250331T230000Z_20250401T000000Z.parquet",
-            "island=east/month=2025-04/20250401T000000Z_20250401T000500Z.parquet",
-        ]
+        assert files(root, table) == (
+            [
+                "island=east/month=2025-03/20250331T230000Z_20250401T000000Z.parquet",
+                "island=east/month=2025-04/20250401T000000Z_20250401T000500Z.parquet",
+            ]
+            if table in rowed
+            else ["island=east/month=2025-03/20250331T230000Z_20250331T233000Z.parquet"]
+        )
     for table in TIMED:
         assert history(root, table) == live(db, table, "2025-04-01 00:05:00+00")
     # Sorted by time inside the merged file.

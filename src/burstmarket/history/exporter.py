@@ -3,8 +3,10 @@
 Export: for each island, every window of market time that has closed (a later tick exists) and
 is not yet in the history is written per table, `ticks` last, each file under a temporary name
 and then renamed, so no reader ever sees half a file. The `ticks` parts are the record of what is
-exported: after a crash, parts of the other tables past that point are leftovers and are removed
-before the window is written again.
+exported, so `ticks` gets a part for every window; another table gets one only for a window it
+has rows in, and for its island's first (so a glob over every table finds a file of each, its
+columns typed, before it has any row). After a crash or a failed run, parts of the other tables
+past the `ticks` point are leftovers and are removed before the window is written again.
 
 Compaction keeps a year to a handful of files: the parts of a closed UTC day merge into one file,
 and the parts of a closed month into one file, sorted by time. The merged month directory is
@@ -23,7 +25,7 @@ import logging
 import os
 import shutil
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from burstmarket import metrics
@@ -63,6 +65,16 @@ class HistoryExporter:
         self.root = root
         # Beside the history tree, never under it: `history/**/*.parquet` must not see it.
         self._work = root.with_name(root.name + ".work")
+        self._clean = False
+        """Whether the last run ended without an error (none since start): then no part lies
+        past the `ticks` point, and there are no leftovers to look for."""
+        self._parted: set[tuple[str, str]] = set()
+        """(table, partition) known to have a part: its empty windows need no file."""
+        self._account_rows_done: datetime | None = None
+        """How far the ledger rows of no island are exported, once this exporter has."""
+        self._compacted: dict[str, datetime] = {}
+        """Partition -> the UTC day of the `through` its last compaction ran to: until a later
+        day, no day or month closes, so there is nothing new to merge."""
 
     def run(self, through: datetime | None = None) -> None:
         """Export every closed window of every island, then compact. Blocking; idempotent.
@@ -70,6 +82,7 @@ class HistoryExporter:
         A window is closed once a later tick exists; `through` also closes every window that
         ends by then, for a caller that knows no tick before it is still to come (`simulate`,
         its market stopped: its last tick's window is history too)."""
+        clean, self._clean = self._clean, False
         try:
             latest: datetime | None = through
             for island, first, last in self._store.query("history_spans", {}):
@@ -78,45 +91,67 @@ class HistoryExporter:
                     until = max(until, floor_time(through, WINDOW))
                 latest = until if latest is None else max(latest, until)
                 done = exported_through(self.root, island) or floor_time(first, WINDOW)
-                self._drop_leftovers(island, done)
+                if not clean:
+                    self._drop_leftovers(island, done)
                 start = done
                 while start < until:
                     end = min(until, day_end(start))
                     self._export(island, start, end)
                     start = end
-                with metrics.HISTORY_COMPACTION_SECONDS.time():
-                    self._compact(island, max(done, until))
+                self._compact(island, max(done, until))
             if latest is not None:
                 self._export_account_rows(floor_time(latest, WINDOW))
+            self._clean = True
         finally:
             # what a compaction cut short leaves here is only unswapped copies: never data
             shutil.rmtree(self._work, ignore_errors=True)
 
     def _export(self, island: str, start: datetime, end: datetime) -> None:
+        filled = self._filled(island, start, end)
         for table in TABLES:
-            self._write_part(table, island, island, start, end)
+            if table == "ticks" or table in filled or not self._has_part(table, island):
+                self._write_part(table, island, island, start, end)
         log.info("history: exported island=%s %s..%s", island, start, end)
 
     def _export_account_rows(self, until: datetime) -> None:
-        """The ledger rows of no island, in their own partition (layout.ACCOUNT_ROWS), window
-        by window up to `until`, where the furthest island is exported: market time has passed
-        it, so no row can still be written before it. Its own ledger parts say how far it is done
-        (there is nothing else in the partition to keep in step with)."""
-        found = parts(self.root, "ledger", ACCOUNT_ROWS)
-        ((first,),) = self._store.query("history_account_rows", {})
-        if found:
-            done = max(part.end for part in found)
-        elif first is not None:
-            done = floor_time(first, WINDOW)
-        else:
-            return
+        """The ledger rows of no island, in their own partition (layout.ACCOUNT_ROWS), span by
+        span up to `until`, where the furthest island is exported: market time has passed it,
+        so no row can still be written before it. A span without such rows gets no part, so
+        the partition's last part says how far it was done only up to its last row: from there
+        a restarted exporter finds the empty spans empty again."""
+        done = self._account_rows_done or self._account_rows_start()
+        if done is None:
+            return  # no account has a row of its own yet
         start = done
         while start < until:
             end = min(until, day_end(start))
-            self._write_part("ledger", ACCOUNT_ROWS, None, start, end)
+            filled = "ledger" in self._filled(None, start, end)
+            if filled or not self._has_part("ledger", ACCOUNT_ROWS):
+                self._write_part("ledger", ACCOUNT_ROWS, None, start, end)
             start = end
-        with metrics.HISTORY_COMPACTION_SECONDS.time():
-            self._compact(ACCOUNT_ROWS, max(done, until))
+        self._account_rows_done = max(done, until)
+        self._compact(ACCOUNT_ROWS, max(done, until))
+
+    def _account_rows_start(self) -> datetime | None:
+        """Where the account rows' export resumes: the end of their last part, else the window
+        of their first row (None: there is none)."""
+        found = parts(self.root, "ledger", ACCOUNT_ROWS)
+        if found:
+            return max(part.end for part in found)
+        ((first,),) = self._store.query("history_account_rows", {})
+        return None if first is None else floor_time(first, WINDOW)
+
+    def _filled(self, island: str | None, start: datetime, end: datetime) -> set[str]:
+        """The tables with rows of `island` (None: of no island) in [start, end)
+        (sql/history_window_tables.sql)."""
+        params = {"island": island, "start": start, "end": end}
+        return {name for (name,) in self._store.query("history_window_tables", params)}
+
+    def _has_part(self, table: str, partition: str) -> bool:
+        key = (table, partition)
+        if key not in self._parted and parts(self.root, table, partition):
+            self._parted.add(key)
+        return key in self._parted
 
     def _write_part(
         self, table: str, partition: str, island: str | None, start: datetime, end: datetime
@@ -130,6 +165,7 @@ class HistoryExporter:
         params = {"island": island, "start": start, "end": end, "path": str(temp)}
         self._store.query(f"history_{table}", params)
         os.replace(temp, final)
+        self._parted.add((table, partition))
         metrics.HISTORY_FILES.labels(table).inc()
 
     def _drop_leftovers(self, island: str, done: datetime) -> None:
@@ -138,8 +174,17 @@ class HistoryExporter:
             for part in parts(self.root, table, island):
                 if part.start >= done:
                     part.path.unlink()
+                    self._parted.discard((table, island))  # looked for again when needed
 
     def _compact(self, island: str, through: datetime) -> None:
+        day = floor_time(through, timedelta(days=1))
+        if self._compacted.get(island) == day:
+            return
+        with metrics.HISTORY_COMPACTION_SECONDS.time():
+            self._merge_closed(island, through)
+        self._compacted[island] = day
+
+    def _merge_closed(self, island: str, through: datetime) -> None:
         for table in TABLES:
             months: dict[Path, list[Part]] = {}
             for part in parts(self.root, table, island):
