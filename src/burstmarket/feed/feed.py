@@ -40,6 +40,12 @@ log = logging.getLogger(__name__)
 
 STORE_RETRY_SECONDS = 0.5
 """How soon a feed read the store refused is tried again."""
+EXPORT_QUIET_SECONDS = 0.25
+"""The history exporter waits for the ticks to pause this long before a run, so a burst of
+ticks (an operator's `POST /api/admin/ticks` of many, a simulated clock) is exported in one run
+of a few files rather than in a run per window. A live market pauses ~10 s between ticks."""
+EXPORT_DEFER_SECONDS = 5.0
+"""Ticks that never pause delay an export no longer than this."""
 
 
 class FeedSettings(Protocol):
@@ -87,6 +93,7 @@ class Feed:
         self._history = HistoryExporter(db, settings.data_dir / "history")
         self._history_due: dict[str, datetime] = {}
         self._history_kick = asyncio.Event()
+        self._last_tick = 0.0  # the event loop's time of the last commit
         self._sql_ticks: asyncio.Queue[tuple[FeedSpec, str, int]] = asyncio.Queue()
         self._bus = None if settings.bus is None else Bus(settings.bus)
         self._publisher = (
@@ -145,6 +152,7 @@ class Feed:
     def on_tick(self, event: TickCommitted) -> None:
         """Called on the event loop after a tick commits; never blocks, never awaits."""
         self.service.note(event.island, event.tick, event.time)
+        self._last_tick = asyncio.get_running_loop().time()
         live = {type(row): row for row in event.rows}
         for spec in self.specs:
             row = live.get(spec.row)
@@ -195,6 +203,18 @@ class Feed:
                     log.exception("history: export failed")
             await self._history_kick.wait()
             self._history_kick.clear()
+            await self._ticks_pause()
+
+    async def _ticks_pause(self) -> None:
+        """Until no tick has committed for EXPORT_QUIET_SECONDS (EXPORT_DEFER_SECONDS at most),
+        or the feed stops."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + EXPORT_DEFER_SECONDS
+        while not self._stopping:
+            wait = min(self._last_tick + EXPORT_QUIET_SECONDS, give_up) - loop.time()
+            if wait <= 0:
+                return
+            await asyncio.sleep(wait)
 
     # -- route handlers ------------------------------------------------------------------------
 
