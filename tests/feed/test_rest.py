@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import time
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,13 @@ import pytest
 from msgspec import to_builtins
 
 from burstmarket.events import TickCommitted
-from burstmarket.history import HistoryExporter
-from tests.feed.support import FeedServer, MarketDB
+from burstmarket.history.layout import exported_through
+from tests.feed.support import START, FeedServer, MarketDB
 
 SIX = Decimal("0.000001")
+EXPORT_SECONDS = 120
+"""How long the service's exporter may take to write closed windows: well under a second on a
+quiet host, far longer beside other work."""
 
 
 def get(server: FeedServer, path: str, **params: Any) -> httpx.Response:
@@ -119,6 +124,15 @@ def expected_candles(events: list[TickCommitted], seconds: int) -> list[dict[str
     return out
 
 
+def exported(root: Path, island: str, through: datetime) -> None:
+    """Wait for the service's own exporter (one per data dir: a second beside it would race it
+    for the same files) to have written the island's history up to `through`."""
+    deadline = time.monotonic() + EXPORT_SECONDS
+    while (exported_through(root, island) or START) < through:
+        assert time.monotonic() < deadline, f"history not exported to {through} in time"
+        time.sleep(0.05)
+
+
 def run_market(server: FeedServer, count: int) -> list[TickCommitted]:
     events = []
     for tick in range(1, count + 1):
@@ -192,7 +206,7 @@ def test_series_reads_history_and_live_rows_without_counting_twice(
     }
     before = get(server, "/api/market/series", **params).json()
     assert [c["ticks"] for c in before] == [30, 30, 30]
-    HistoryExporter(server.db, tmp_path / "history").run()
+    exported(tmp_path / "history", "east", START + timedelta(minutes=10))
     # Live and history both hold the first 10 minutes: still counted once.
     assert get(server, "/api/market/series", **params).json() == before
     # A retention job trims the live table from the old end: history fills in.
