@@ -7,7 +7,7 @@ over 1.00-9.99 USD per GPU-hour on a 2,000-node island of 8 GPUs (reserve 1.0), 
 DuckDB file; `--nodes 10000 --clusters 5000` is the large case (25,000 units). Ticks are one
 hour apart, so every window has lapsed and every held node competes again: the worst case for
 the tick. For each tick: the engine's own clearing time (the `clear` call
-inside the tick), the whole tick (read demand as Arrow, clear, apply, write every batch,
+inside the tick), the whole tick (read demand, clear, apply, write every batch,
 commit) and the difference, the tick's own work, which is what the market's code around the
 engine costs, in wall time and in the process's CPU time (all its threads: on a shared machine
 the wall time also counts other processes' turns). The goal: the tick's own work no more than

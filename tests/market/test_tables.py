@@ -33,7 +33,7 @@ from burstmarket.market.tables import (
 )
 from burstmarket.settings import IslandSpec, Settings
 from burstmarket.store import Database, TableDriftError
-from burstmarket.store.rows import fetch, fetch_arrow
+from burstmarket.store.rows import fetch, fetch_rows
 from tests.conftest import MakeMarket
 from tests.constants import T0
 
@@ -82,7 +82,7 @@ def test_rows_go_to_the_store_and_back_unchanged(db: Database) -> None:
             "VALUES ('c', 'a', 'i', 'vm', 'h', 0)"
         )
     with db.read() as cur:
-        fresh = NODES.from_arrow(fetch_arrow(cur, "island_nodes", island="i"))
+        fresh = NODES.from_tuples(*fetch_rows(cur, "island_nodes", island="i"))
     assert [(n.id, n.idx, n.cluster, n.billed_until) for n in fresh] == [
         ("i-n0000", 0, None, None),
         ("i-n0001", 1, None, None),
@@ -120,11 +120,11 @@ def test_rows_go_to_the_store_and_back_unchanged(db: Database) -> None:
         CLUSTERS.update(cur, [cluster], CLUSTER_DEMAND)
         LEDGER.insert(cur, [Entry(at=T0, account="a", kind=DEPOSIT, units=units)])
     with db.read() as cur:
-        by_arrow = NODES.from_arrow(fetch_arrow(cur, "island_nodes", island="i"))
+        by_tuples = NODES.from_tuples(*fetch_rows(cur, "island_nodes", island="i"))
         by_row = [NODES.from_row(r) for r in fetch(cur, "cluster_nodes", cluster="c")]
         assert read_cluster(cur, "c") == cluster
         assert cur.execute("SELECT sum(units) FROM ledger").fetchone() == (units,)
-    assert by_arrow == [fresh[0], held, fresh[2]]
+    assert by_tuples == [fresh[0], held, fresh[2]]
     assert by_row == []  # out of service: not delivered to its cluster
 
 

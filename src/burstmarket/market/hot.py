@@ -23,7 +23,7 @@ from burstmarket.market.lookups import read_cluster, read_island
 from burstmarket.market.model import Cluster, Island, Node
 from burstmarket.market.tables import CLUSTER_DEMAND, CLUSTERS, LEDGER, NODE_STATE, NODES
 from burstmarket.store import Batch, Database
-from burstmarket.store.rows import Cursor, fetch_arrow
+from burstmarket.store.rows import Cursor, fetch_rows
 
 
 class Hot:
@@ -77,10 +77,10 @@ class Hot:
         declaration pays for every cluster of its island, not one pair of reads per cluster."""
         self.islands[island_id] = read_island(cur, island_id)
         held: dict[str, list[Node]] = {}
-        for c in CLUSTERS.from_arrow(fetch_arrow(cur, "island_clusters", island=island_id)):
+        for c in CLUSTERS.from_tuples(*fetch_rows(cur, "island_clusters", island=island_id)):
             self.clusters[c.id] = (c, held.setdefault(c.id, []))
             self._home[c.id] = island_id
-        for n in NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)):
+        for n in NODES.from_tuples(*fetch_rows(cur, "island_nodes", island=island_id)):
             if n.cluster is not None and n.service is None:
                 held[n.cluster].append(n)
 

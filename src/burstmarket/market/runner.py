@@ -76,7 +76,7 @@ from burstmarket.market.tables import (
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import micros_to_decimal, units_to_usd, usd
 from burstmarket.store import Database
-from burstmarket.store.rows import Cursor, fetch, fetch_arrow, run
+from burstmarket.store.rows import Cursor, fetch, fetch_rows, run
 from burstmarket.store.table import scaled_decimals
 
 
@@ -143,7 +143,7 @@ class TickRunner:
         island = read_island(cur, island_id)
         clusters = {
             c.id: c
-            for c in CLUSTERS.from_arrow(fetch_arrow(cur, "island_clusters", island=island_id))
+            for c in CLUSTERS.from_tuples(*fetch_rows(cur, "island_clusters", island=island_id))
         }
         spent: dict[str, int] = {}
         if any(c.spend_limit is not None for c in clusters.values()):
@@ -156,8 +156,8 @@ class TickRunner:
             time=at,
             interval_ns=self._figures.interval_ns,
             clusters=clusters,
-            nodes=NODES.from_arrow(fetch_arrow(cur, "island_nodes", island=island_id)),
-            jobs=JOBS.from_arrow(fetch_arrow(cur, "island_jobs", island=island_id)),
+            nodes=NODES.from_tuples(*fetch_rows(cur, "island_nodes", island=island_id)),
+            jobs=JOBS.from_tuples(*fetch_rows(cur, "island_jobs", island=island_id)),
             balances=balances,
             hold_since=_hold_since(cur, clusters.values(), balances),
             spent=spent,
