@@ -107,7 +107,7 @@ class JobsDesk:
                 pods=shape.pods,
                 gpus_per_pod=shape.gpus_per_pod,
             )
-        return self.job(cluster_id, new.name)
+            return self._view(cur, c, island, new.name)
 
     def _check_guard(
         self, cur: Cursor, c: Cluster, island: Island, nodes: int, limit: int | None, now: int
@@ -129,7 +129,7 @@ class JobsDesk:
     def job(self, cluster_id: str, job_name: str) -> JobView:
         with self._db.read() as cur:
             c, island = _own(cur, cluster_id)
-            return self._views(cur, c, island, [_job(cur, c, job_name)], only=job_name)[0]
+            return self._view(cur, c, island, job_name)
 
     def patch(self, cluster_id: str, job_name: str, change: JobChange) -> JobView:
         """A new limit price or priority class (a field left out is kept; null removes it)."""
@@ -159,7 +159,7 @@ class JobsDesk:
                 if live is not None:
                     self._recommit(cur, c, island, [job], live)
                 self._void_if_lowered(cur, c, job)
-        return self.job(cluster_id, job_name)
+            return self._view(cur, c, island, job_name)
 
     def finish(self, cluster_id: str, job_name: str) -> JobView:
         """DELETE = the job finished: its nodes stay, idle, under the hold and idle grace."""
@@ -172,7 +172,7 @@ class JobsDesk:
                     _finish_small(cur, job, now)
                 else:
                     _finish_gang(cur, c, island, job, now)
-        return self.job(cluster_id, job_name)
+            return self._view(cur, c, island, job_name)
 
     # --- what a new price does to running jobs ----------------------------------------------
 
@@ -213,6 +213,11 @@ class JobsDesk:
         _event(cur, job, "WindowVoided", detail, now)
 
     # --- reads ------------------------------------------------------------------------------
+
+    def _view(self, cur: Cursor, c: Cluster, island: Island, job_name: str) -> JobView:
+        """The view of one job, read on `cur`: a change answers with its own transaction's
+        rows (read in it, before the commit), not with a second read of the cluster."""
+        return self._views(cur, c, island, [_job(cur, c, job_name)], only=job_name)[0]
 
     def _views(
         self, cur: Cursor, c: Cluster, island: Island, jobs: list[Job], only: str | None = None
