@@ -168,6 +168,52 @@ class Server:
         self.tmp.cleanup()
 
 
+class Reference:
+    """bench/broadcast_reference.py on a free loopback port: a bare `websockets.broadcast`
+    server sending frames of `payload_bytes`, driven like the market (`tick()`)."""
+
+    def __init__(self, payload_bytes: int) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        script = Path(__file__).with_name("broadcast_reference.py")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), str(self.port), str(payload_bytes)]
+        )
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=60)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port)):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the reference did not start") from None
+                time.sleep(0.05)
+
+    def tick(self) -> Any:
+        return self.http.get("/tick").json()
+
+    def close(self) -> None:
+        self.http.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def update_bytes(server: Server) -> int:
+    """The size of the feed's `update` frame of a tick, as a subscriber receives it."""
+    sock = subscribe(server.port)
+    sock.setblocking(True)
+    server.tick()
+    buffer = b""
+    while True:
+        found, buffer = split_frames(buffer + sock.recv(65536))
+        for _, payload in found:
+            if payload.startswith(b'{"type":"update"'):
+                sock.close()
+                return len(payload)
+
+
 # -- websocket fan-out -------------------------------------------------------------------------
 
 
@@ -293,7 +339,7 @@ class Fanout:
 
 
 def measure(
-    server: Server,
+    server: Server | Reference,
     ports: list[int],
     subscribers: int,
     clients: int,
@@ -351,6 +397,22 @@ def measure(
     return Fanout(last, spread, every, commit, market_cpu, edges_cpu, edge_rss, clients_cpu)
 
 
+def reference(payload_bytes: int, subscribers: int, clients: int, ticks: int) -> Fanout:
+    """The same measurement of the bare `websockets.broadcast` server, frames of the same
+    size: the physical limit of the fan-out on this machine."""
+    bare = Reference(payload_bytes)
+    try:
+        return measure(bare, [bare.port], subscribers, clients, ticks)
+    finally:
+        bare.close()
+
+
+def ratio(got: Fanout, bare: Fanout) -> str:
+    """The feed's p99 from the tick call to the last subscriber over the reference's."""
+    ours, limit = percentile(got.last, 0.99), percentile(bare.last, 0.99)
+    return f"bare broadcast p99 {limit:6.1f} ms, ratio {ours / limit:.2f} (goal <= 1.2)"
+
+
 def fanout(subscribers: int, clients: int, ticks: int) -> None:
     server = Server()
     try:
@@ -361,19 +423,21 @@ def fanout(subscribers: int, clients: int, ticks: int) -> None:
             began = time.time()
             server.tick()
             alone.append((time.time() - began) * 1000)
+        payload = update_bytes(server)
         got = measure(server, [server.port], subscribers, clients, ticks)
-        last, spread, every = got.last, got.spread, got.every
-        print(
-            f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
-            f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
-            f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
-            f"{percentile(spread, 0.5):.1f} ms p99 {percentile(spread, 0.99):.1f} ms; "
-            f"every delivery p50 {percentile(every, 0.5):.1f} ms; "
-            f"tick alone p50 {percentile(alone, 0.5):.1f} ms   [{load()}]",
-            flush=True,
-        )
     finally:
         server.close()
+    bare = reference(payload, subscribers, clients, ticks)
+    last, spread, every = got.last, got.spread, got.every
+    print(
+        f"fanout {subscribers:>5} subscribers ({clients} client processes), {ticks} ticks: "
+        f"POST -> last subscriber p50 {percentile(last, 0.5):6.1f} ms  "
+        f"p99 {percentile(last, 0.99):6.1f} ms; first -> last p50 "
+        f"{percentile(spread, 0.5):.1f} ms p99 {percentile(spread, 0.99):.1f} ms; "
+        f"every delivery p50 {percentile(every, 0.5):.1f} ms; "
+        f"tick alone p50 {percentile(alone, 0.5):.1f} ms; {ratio(got, bare)}   [{load()}]",
+        flush=True,
+    )
 
 
 # -- feed edges over Redis ---------------------------------------------------------------------
