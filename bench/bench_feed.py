@@ -17,12 +17,15 @@ sending `POST /api/admin/ticks` (which also runs the auction of every island and
 update being complete at the LAST subscriber (an upper bound), and from the FIRST subscriber's
 arrival to the last's (the fan-out itself; the first arrives right after the commit, as the
 feed writes from the event loop as soon as the tick's thread returns). `tick alone` is the POST
-with nobody subscribed.
+with nobody subscribed. Then the same subscribers, with the same clients, on a bare
+`websockets.broadcast` server sending frames of the feed's size (bench/broadcast_reference.py):
+the physical limit. The ratio of the two p99s from the call is the goal's figure (<= 1.2).
 edges: the same fan-out, side by side, through the in-process feed (0 edges: subscribers on the
 market process itself) and through 1, 2, 4 feed edges (`burstmarket feed --bus`) behind a market
 process publishing to a redis-server of its own (`serve --bus`), subscribers spread evenly over
 the edges; besides the latencies, the CPU the market process and the edges spent per tick
-(/proc/PID/stat over the measured ticks).
+(/proc/PID/stat over the measured ticks); and the bare reference's p99 at each subscriber
+count, measured once with nothing else running, with the ratio.
 rest: open-loop `GET /api/market/stats` and `/api/market/ladder` at `--rate` on keep-alive
 connections from one epoll loop; latency counts from when each request was due.
 series: 30 days of 10 s ticks (stats of 200 clusters) written to a data dir and its Parquet
@@ -533,6 +536,7 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
     """The in-process feed, then 1, 2, 4 … edges behind one market process on Redis, each at
     every subscriber count; one table at the end."""
     rows = []
+    bare: dict[int, Fanout] = {}
     for count in counts:
         redis = Redis() if count else None
         server = Server(bus=redis.url if redis else None)
@@ -547,6 +551,7 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
                     else []
                 )
                 ports = [edge.port for edge in started] or [server.port]
+                payload = update_bytes(server)
                 for n in subscribers:
                     got = measure(server, ports, n, clients, ticks, [edge.proc for edge in started])
                     where = f"{count} edges" if count else "in-process"
@@ -568,23 +573,29 @@ def edges(counts: list[int], subscribers: list[int], clients: int, ticks: int) -
             server.close()
             if redis:
                 redis.close()
+        for n in subscribers:  # the limit, once per count, with no market or edge running
+            if n not in bare:
+                bare[n] = reference(payload, n, clients, ticks)
     print(
         f"\nfeed fan-out, {ticks} ticks each, subscribers over {clients} client processes; "
         "commit -> last: from the tick's commit (a probe subscriber on the market) to the "
         "update complete at the last subscriber; POST -> last: from sending "
-        "POST /api/admin/ticks (auction and commit included)"
+        "POST /api/admin/ticks (auction and commit included); bare: the same from the call "
+        "on a bare websockets.broadcast server (bench/broadcast_reference.py), and the ratio "
+        "of the two (goal <= 1.2)"
     )
     print(
         f"{'topology':>10} {'subscribers':>11} {'commit->last p50':>16} {'p99 ms':>7} "
-        f"{'POST->last p99':>14} {'market CPU/tick':>15} {'edges CPU/tick':>14} "
-        f"{'edge RSS MiB':>12} {'clients CPU/tick':>16}"
+        f"{'POST->last p99':>14} {'bare p99':>8} {'ratio':>5} {'market CPU/tick':>15} "
+        f"{'edges CPU/tick':>14} {'edge RSS MiB':>12} {'clients CPU/tick':>16}"
     )
     for where, n, got in rows:
+        ours, limit = percentile(got.last, 0.99), percentile(bare[n].last, 0.99)
         print(
             f"{where:>10} {n:>11} {percentile(got.commit, 0.5):16.1f} "
-            f"{percentile(got.commit, 0.99):7.1f} {percentile(got.last, 0.99):14.1f} "
-            f"{got.market_cpu:15.1f} {got.edges_cpu:14.1f} {got.edge_rss:12.0f} "
-            f"{got.clients_cpu:16.0f}"
+            f"{percentile(got.commit, 0.99):7.1f} {ours:14.1f} {limit:8.1f} "
+            f"{ours / limit:5.2f} {got.market_cpu:15.1f} {got.edges_cpu:14.1f} "
+            f"{got.edge_rss:12.0f} {got.clients_cpu:16.0f}"
         )
     print(f"[{load()}; {os.cpu_count()} cores]", flush=True)
 
