@@ -21,6 +21,7 @@ from burstmarket.history.dictionary import HISTORY, PARTITIONS
 from burstmarket.history.layout import ACCOUNT_ROWS
 from burstmarket.history.layout import TABLES as history_tables
 from burstmarket.history.scan import schema
+from burstmarket.simulation import population
 from tests import docs
 from tests.conftest import BURSTMARKET, StartServer, run_in_process
 
@@ -157,6 +158,29 @@ def test_export_copies_a_date_range_in_the_same_layout(simulated: Path, tmp_path
         )
         assert got, table
         assert got == expected, table
+
+
+def test_a_kubernetes_tenant_valued_under_its_reserve_is_refused_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The population draws a few tenants at or under their island's reserve (population.py
+    `valuation`); with seed 5 one is a Kubernetes tenant. Its limit price is refused
+    `bid-too-low` as it starts, and the simulation runs to its end rather than stopping there."""
+    seed = 5
+    reserves = {plan.id: plan.reserve_price for plan in population.ISLANDS}
+    under = [
+        spec.name
+        for spec in population.draw(seed, list(population.ISLANDS))
+        if spec.kind == "k8s" and spec.value < reserves[spec.island]
+    ]
+    assert under, "seed 5 no longer draws a Kubernetes tenant under its reserve"
+    out = tmp_path / "data"
+    args = ["--days", "0.1", "--tick-seconds", "1800", "--out", str(out), "--seed", str(seed)]
+    printed = run("simulate", *args)
+    assert "history in" in printed
+    log = (out / "simulate.log").read_text()
+    for name in under:
+        assert f"REFUSED reason=bid-too-low cluster={name} " in log
 
 
 def test_commands_explain_themselves() -> None:

@@ -149,7 +149,12 @@ class K8sTenant(SimulatedTenant):
         self.rate = spec.typical_nodes / (mean_job_nodes() * mean_job_hours())
 
     async def start(self, now: datetime) -> None:
-        await self.client.set_bid(self.spec.value)
+        try:
+            await self.client.set_bid(self.spec.value)
+        except Refused as refused:
+            # a value under the reserve (population.valuation draws a few): the market's answer,
+            # so the cluster goes on with no limit price of its own, its jobs waiting for one
+            log.debug("%s: limit price refused: %s", self.spec.name, refused)
         # a restart of the simulation picks its jobs back up; names are never reused
         for job in await self.client.jobs():
             self.seq = max(self.seq, _seq(job.name))
