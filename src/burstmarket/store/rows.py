@@ -22,9 +22,8 @@ Cursor = duckdb.DuckDBPyConnection
 
 def fetch(cur: Cursor, name: str, /, **params: Any) -> list[dict[str, Any]]:
     """Rows of `sql/<name>.sql` as dicts; point reads skip Arrow (measured 35% faster)."""
-    result = cur.execute(sql(name), params)
-    names = [column[0] for column in result.description or ()]
-    return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
+    names, rows = fetch_rows(cur, name, **params)
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def fetch_one(cur: Cursor, name: str, /, **params: Any) -> dict[str, Any] | None:
