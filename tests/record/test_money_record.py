@@ -130,10 +130,15 @@ def test_the_ledger_check_passes_the_history_and_names_the_tick_of_a_tampered_ro
 def tamper(
     root: Path, copy: Path, table: str, island: str, month: str, where: str, column: str
 ) -> Path:
-    """A copy of the history with `column` of the rows `where` of one month's file of `table`
-    raised by one unit of its last digit."""
+    """A copy of the history with `column` of the rows `where` of one month of `table` raised
+    by one unit of its last digit, in the one file that holds them (a month holds a file per
+    UTC day until the monthly merge)."""
     shutil.copytree(root, copy)
-    (path,) = (copy / table / f"island={island}" / f"month={month}").glob("*.parquet")
+    files = str(copy / table / f"island={island}" / f"month={month}" / "*.parquet")
+    ((name,),) = duckdb.sql(
+        f"SELECT DISTINCT filename FROM read_parquet('{files}', filename = true) WHERE {where}"
+    ).fetchall()
+    path = Path(name)
     changed = path.with_suffix(".tmp")
     step = "1" if column == "amount_units" else "0.000001"
     duckdb.sql(
