@@ -15,6 +15,8 @@ MAX_PRICE = 1_000 * MICROS_PER_USD
 MAX_PRICE_USD = Decimal(MAX_PRICE).scaleb(-6)
 MAX_AMOUNT_USD = Decimal(10) ** 12
 """The largest amount (a limit, a balance, a credit) either side of 0."""
+MICRO_USD = Decimal("0.000001")
+"""One µUSD as a Decimal: the places a dollar amount is exact to (`Decimal.quantize`)."""
 
 
 class MoneyError(ValueError):
@@ -53,7 +55,7 @@ def parse_amount(value: object) -> int:
     amount = to_decimal(value)
     if amount.copy_abs() > MAX_AMOUNT_USD:  # copy_abs: exact, never an overflow
         raise MoneyError("is out of range")
-    if amount != amount.quantize(Decimal("0.000001")):
+    if amount != amount.quantize(MICRO_USD):
         raise MoneyError("has more than 6 decimal places")
     return int(amount * MICROS_PER_USD)
 

@@ -37,6 +37,7 @@ from burstmarket.clock import NS_PER_S, from_datetime, to_datetime
 from burstmarket.contract import ClusterTickView
 from burstmarket.events import TickCommitted
 from burstmarket.market.market import Market
+from burstmarket.money import MICRO_USD
 from burstmarket.record import recorded
 from burstmarket.record.recorded import NoHistory, Record, Request
 from burstmarket.record.strategy import (
@@ -482,14 +483,19 @@ def _decimal(value: float | None) -> Decimal | None:
 
 
 def _figures(ticks: pl.DataFrame, prefix: str, tick_seconds: float) -> Figures:
-    hours = Decimal(str(tick_seconds)) / 3600
-    held = Decimal(int(ticks[f"{prefix}held_gpus"].sum())) * hours
-    market = Decimal(int(ticks[f"{prefix}market_gpus"].sum())) * hours
+    seconds = Decimal(str(tick_seconds))
+
+    def hours(count: int) -> Decimal:
+        # one division last: a tick of 10 s is a recurring fraction of an hour, rounded once
+        return count * seconds / 3600
+
+    held = hours(int(ticks[f"{prefix}held_gpus"].sum()))
+    market = hours(int(ticks[f"{prefix}market_gpus"].sum()))
     spend = sum(ticks[f"{prefix}amount_usd"].to_list(), Decimal(0))
     pending = None
     if ticks[f"{prefix}pending_gpus"].null_count() < ticks.height:  # null: not in the record
-        pending = ticks.filter(pl.col(f"{prefix}pending_gpus") > 0).height * hours
-    mean = None if market == 0 else (spend / market).quantize(Decimal("0.000001"))
+        pending = hours(ticks.filter(pl.col(f"{prefix}pending_gpus") > 0).height)
+    mean = None if market == 0 else (spend / market).quantize(MICRO_USD)
     return Figures(held, pending, spend, mean)
 
 
@@ -536,4 +542,6 @@ def report(result: Result, out: Path) -> str:
 
 
 def _shown(value: Decimal | None, missing: str = "-") -> str:
-    return missing if value is None else f"{value:,f}"
+    """To the µUSD for spend and rates, and to as many places for GPU-hours and hours (an hour
+    of 10-second ticks is a recurring decimal; `Figures` keeps it as computed)."""
+    return missing if value is None else f"{value.quantize(MICRO_USD):,f}"
