@@ -138,6 +138,26 @@ def test_help_and_version() -> None:
     assert one_line(unknown).startswith("burstmarket serve: No such option: --prot")
 
 
+def test_help_flows_each_paragraph_of_a_command_as_one_text() -> None:
+    """A command's help is its docstring, each paragraph rewrapped to the terminal: never cut
+    where the source broke its lines (a line of the source, then a word alone)."""
+    import inspect
+
+    import typer
+
+    from burstmarket.cli import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert "backtest" in commands
+    for name, command in commands.items():
+        done = run_in_process(name, "--help", env={"COLUMNS": "400"})
+        assert done.returncode == 0, done.stderr
+        shown = {" ".join(line.strip("│ ").split()) for line in done.stdout.splitlines()}
+        for paragraph in inspect.cleandoc(command.help or "").split("\n\n"):
+            text = " ".join(paragraph.replace("`", "").split())
+            assert text in shown, (name, text, done.stdout)
+
+
 def test_export_refuses_an_island_or_a_range_it_has_no_history_of(tmp_path: Path) -> None:
     data = tmp_path / "data"
     (data / "history" / "ticks" / "island=ref").mkdir(parents=True)

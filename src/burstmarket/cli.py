@@ -28,6 +28,9 @@ app = typer.Typer(
     help="burstmarket: the market engine and market-data service for preemptible GPU capacity.",
     no_args_is_help=True,
     add_completion=False,
+    # a docstring's paragraphs rewrapped to the terminal (Typer's "rich" mode keeps the source's
+    # line breaks, so each wrapped line left a word alone), `code` shown as code
+    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -583,7 +586,7 @@ def export_history(
     """Export the market history of [START, END) to a directory of Parquet.
 
     Reads DATA_DIR/history (safe beside a running service) and writes the same layout,
-    OUT/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet, for the tables ticks,
+    `OUT/<table>/island=<id>/month=<YYYY-MM>/<start>_<end>.parquet`, for the tables ticks,
     cluster_rates, allocations and ladder.
     """
     from rich.progress import Progress
