@@ -25,7 +25,7 @@ from highspy._core import _Highs as Highs  # highspy.Highs() prints a banner
 from burstmarket.auction import Clearing, IslandInput, clear, core
 
 SEEDS = [5, 6, 7]  # the old bound bit on these (the engine's revenue read 0.1 % to 1 % high)
-USD = 1e-6  # µUSD -> USD in the programs
+USD_PER_MICRO = 1e-6  # µUSD -> USD in the programs (tests/constants.py USD is the inverse)
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,11 @@ def nearest_minimum_revenue(
     rows = np.array([[c in t for c in names] for t in constraints], dtype=float)
     need = np.array(
         [
-            (bound - sum(w.vcg for w in winners if w.cluster in t)) * USD
+            (bound - sum(w.vcg for w in winners if w.cluster in t)) * USD_PER_MICRO
             for t, bound in constraints.items()
         ]
     )
-    upper = np.array([(w.bid - w.vcg) * USD for w in winners])
+    upper = np.array([(w.bid - w.vcg) * USD_PER_MICRO for w in winners])
     # least revenue: min Σ δ, rows·δ ≥ need, 0 ≤ δ ≤ bid − vcg (HiGHS' LP)
     h = Highs()
     h.setOptionValue("output_flag", False)
@@ -150,7 +150,7 @@ def nearest_minimum_revenue(
         raise AssertionError("the reference QP found no point")
     # whole µUSD, rounded up (a solver value a hundredth of a µUSD above a whole one is that one)
     return {
-        w.cluster: w.vcg + min(w.bid - w.vcg, max(0, math.ceil(float(d) / USD - 1e-2)))
+        w.cluster: w.vcg + min(w.bid - w.vcg, max(0, math.ceil(float(d) / USD_PER_MICRO - 1e-2)))
         for w, d in zip(winners, delta, strict=True)
     }
 
