@@ -1,5 +1,6 @@
-"""The engine compiled at start-up: after `warm_up`, clearing a large realistic island compiles
-nothing more (run in a fresh interpreter, where nothing has been compiled yet)."""
+"""The engine compiled at start-up: after `warm_up`, clearing a large realistic island and pricing
+its clusters' own ladders (what a tick does) compiles nothing more (run in a fresh interpreter,
+where nothing has been compiled yet)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ BENCH = Path(__file__).parents[2] / "bench"  # instances.py, the benchmarks' isl
 PROBE = """
 import json, sys
 import numba
-from burstmarket.auction import clear, kernels
+from burstmarket.auction import clear, growth, kernels
 from burstmarket.auction.warmup import warm_up
 sys.path.insert(0, sys.argv[1])
 import instances
@@ -28,7 +29,14 @@ before = compiled()
 warm_up()
 warmed = compiled()
 for family in (instances.island, instances.kubernetes_heavy, instances.vm_heavy):
-    clear(family(400, 1200, 150, seed=7))
+    island = family(400, 1200, 150, seed=7)
+    clear(island)
+    supply, g, r = island.nodes, island.gpus_per_node, island.reserve_price
+    mine = island.units[0].cluster
+    own = frozenset(u.id for u in island.units if u.cluster == mine)
+    others = growth.without(island.units, supply, g, r, [own], supply)[0]
+    for gang in (False, True):
+        growth.prices(others, supply, 3, 16, g, r, gang)
 print(json.dumps({"before": before, "warmed": warmed, "after": compiled()}))
 """
 
@@ -49,6 +57,7 @@ def test_after_warm_up_a_realistic_clearing_compiles_nothing_more() -> None:
         "add_items",
         "advance",
         "bundle",
+        "growth_steps",
         "most_blocking",
         "optima",
         "separate",

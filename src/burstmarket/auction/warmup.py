@@ -3,14 +3,16 @@
 numba compiles a kernel (auction/kernels.py) on its first call, or loads it from the cache
 beside the source: seconds on a fresh install, long enough that a service's first contested
 tick would overrun its interval and a client waiting on it would give up. `warm_up` clears a
-few small islands that between them take every path through the kernels, so the service pays
-that once at start-up, before it ticks, and says so (cli.py).
+few small islands that between them take every path through the kernels, and prices a
+cluster's own ladder on each (what every tick does after its clearing: `growth`), so the service
+pays that once at start-up, before it ticks, and says so (cli.py).
 """
 
 from __future__ import annotations
 
 import random
 
+from burstmarket.auction import growth
 from burstmarket.auction.clear import clear
 from burstmarket.auction.types import IslandInput, Protected, Unit
 
@@ -37,4 +39,10 @@ def _island(seed: int) -> IslandInput:
 
 def warm_up() -> None:
     for seed in range(3):
-        clear(_island(seed))
+        island = _island(seed)
+        clear(island)
+        supply, g = island.nodes, island.gpus_per_node
+        own = frozenset(u.id for u in island.units if u.cluster == "c0")
+        others = growth.without(island.units, supply, g, RESERVE, [own], supply)[0]
+        for gang in (False, True):  # a VM cluster's rungs, a Kubernetes cluster's
+            growth.prices(others, supply, 2, 8, g, RESERVE, gang)
