@@ -4,6 +4,7 @@ price at which the preferred optimum (age tie-break) grants it every node it ask
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,3 +76,31 @@ def test_a_rung_grants_n_more_and_is_the_lowest_price_no_tie_can_refuse(
             # one grid step under, some optimum grants fewer: the preferred one does, or the
             # rung sits one step above an exact tie (docs/market.md "The cluster's own ladder")
             assert not strictly_wins(island, under, want), (n, price)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    islands(),
+    st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=1, max_size=len(CLUSTERS)),
+    st.integers(1, 16),
+)
+def test_every_cluster_priced_in_one_pass_is_priced_as_alone(
+    island: IslandInput, asks: list[tuple[int, bool]], rungs: int
+) -> None:
+    """`prices_of` (a tick's every own ladder at once) gives each cluster the rows `prices`
+    gives it alone, whatever the others hold: rows cut to the widest cluster's reach, and a
+    cluster with no units of its own priced on everyone's demand (its row longer)."""
+    r, g, supply = island.reserve_price, island.gpus_per_node, island.nodes
+    clusters = CLUSTERS[: len(asks)]
+    removed = [frozenset(u.id for u in island.units if u.cluster == c) for c in clusters]
+    deep = max(held for held, _ in asks) + rungs
+    rows = growth.without(island.units, supply, g, r, removed, deep)
+    rows[-1] = growth.full(island.units, supply, g, r)  # the last has no demand of its own
+    held = np.array([h for h, _ in asks], dtype=np.int64)
+    gang = np.array([k for _, k in asks], dtype=np.bool_)
+    together = growth.prices_of(rows, supply, held, rungs, g, r, gang).tolist()
+    alone = [
+        growth.prices(o, supply, h, rungs, g, r, k).tolist()
+        for o, (h, k) in zip(rows, asks, strict=True)
+    ]
+    assert together == alone

@@ -112,9 +112,34 @@ def prices(
     others: Others, supply: int, held: int, rungs: int, g: int, reserve: int, gang: bool
 ) -> Ints:
     """The price of rungs n = 1 … `rungs`, −1 where more than `supply` nodes in all."""
-    best = others.values[supply - others.low :: -1] if supply >= others.low else others.values[:0]
-    steps = kernels.growth_steps(np.ascontiguousarray(best), held, rungs, g * PRICE_STEP, gang)
-    total = np.arange(1, rungs + 1) + (0 if gang else held)
-    room = others.nodes + total <= supply  # room for every bid and the cluster's too
+    rows = prices_of([others], supply, np.array([held]), rungs, g, reserve, np.array([gang]))
+    one: Ints = rows[0]
+    return one
+
+
+def prices_of(
+    others: Sequence[Others],
+    supply: int,
+    held: Ints,
+    rungs: int,
+    g: int,
+    reserve: int,
+    gang: npt.NDArray[np.bool_],
+) -> Ints:
+    """`prices` of many clusters in one pass: row k for `others[k]`, `held[k]`, `gang[k]`."""
+    # the most a rung reads: W(S − m) for m ≤ held + n; a row is cut there, which changes
+    # nothing (growth_steps stops at a row's end only past what it reads)
+    width = min(supply, int(held.max(initial=0)) + rungs) + 1
+    best = np.zeros((len(others), width), dtype=np.int64)
+    lengths = np.zeros(len(others), dtype=np.int64)
+    for k, o in enumerate(others):
+        if supply >= o.low:
+            row = o.values[supply - o.low :: -1][:width]  # best[m] = W(S − m)
+            best[k, : len(row)] = row
+            lengths[k] = len(row)
+    steps = kernels.growth_steps_rows(best, lengths, held, rungs, g * PRICE_STEP, gang)
+    total = np.arange(1, rungs + 1) + np.where(gang, 0, held)[:, None]
+    bidders = np.array([o.nodes for o in others], dtype=np.int64)
+    room = bidders[:, None] + total <= supply  # room for every bid and the cluster's too
     found = np.where(room, reserve, reserve + steps * PRICE_STEP)
     return np.where(steps < 0, -1, found)

@@ -568,3 +568,15 @@ def growth_steps(best: Ints, held: int, rungs: int, step: int, gang: bool) -> In
             steps = max(steps, (best[m] - floor) // (count * step) + 1)
         out[n - 1] = steps
     return out
+
+
+@_compiled
+def growth_steps_rows(
+    best: Ints, lengths: Ints, held: Ints, rungs: int, step: int, gang: npt.NDArray[np.bool_]
+) -> Ints:
+    """`growth_steps` for many clusters in one call (a tick prices every cluster's own ladder):
+    row k from the first `lengths[k]` entries of `best[k]`, with `held[k]` and `gang[k]`."""
+    out = np.empty((best.shape[0], rungs), dtype=np.int64)
+    for k in range(best.shape[0]):
+        out[k] = growth_steps(best[k, : lengths[k]], held[k], rungs, step, gang[k])
+    return out

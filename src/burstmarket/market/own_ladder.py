@@ -81,17 +81,6 @@ class Holding:
             tuple((end, lock) for end, lock in self.caps if end > time),
         )
 
-    def billed(self, prices: Ints, g: int) -> Ints:
-        """Its whole holding's bill per hour at most with n = 1, 2 … more at `prices[n − 1]`:
-        a payment never exceeds the bid nor a protected node's cap."""
-        more = np.arange(1, len(prices) + 1)
-        if self.gang:
-            return self.paid + more * prices * g
-        capped = np.zeros(len(prices), dtype=np.int64)
-        for _, lock in self.caps:
-            capped += np.maximum(lock, prices)
-        return (capped + (self.held + more) * prices) * g
-
 
 def own_ladders(
     auction: IslandInput,
@@ -182,11 +171,33 @@ def _priced(
             if singles is not None
             else growth.full(auction.units, supply, g, reserve)
         )
-    out = {}
+    others = []
     for h in holdings:
-        others = tables.get(h.cluster, everyone)
-        assert others is not None
-        prices = growth.prices(others, supply, h.held, rungs, g, reserve, h.gang)
-        billed = np.where(prices < 0, 0, h.billed(prices, g))
-        out[h.cluster] = (prices.tolist(), billed.tolist())
-    return out
+        theirs = tables.get(h.cluster, everyone)
+        assert theirs is not None
+        others.append(theirs)
+    held = np.array([h.held for h in holdings], dtype=np.int64)
+    gang = np.array([h.gang for h in holdings], dtype=np.bool_)
+    prices = growth.prices_of(others, supply, held, rungs, g, reserve, gang)
+    billed = np.where(prices < 0, 0, _bills(holdings, prices, g))
+    return {
+        h.cluster: (p, b)
+        for h, p, b in zip(holdings, prices.tolist(), billed.tolist(), strict=True)
+    }
+
+
+def _bills(holdings: Sequence[Holding], prices: Ints, g: int) -> Ints:
+    """Each holding's whole bill per hour at most with n = 1, 2 … more at `prices[k, n − 1]`
+    (row k for `holdings[k]`): a payment never exceeds the bid nor a protected node's cap."""
+    more = np.arange(1, prices.shape[1] + 1)
+    held = np.array([h.held for h in holdings], dtype=np.int64)[:, None]
+    paid = np.array([h.paid for h in holdings], dtype=np.int64)[:, None]
+    gang = np.array([h.gang for h in holdings], dtype=np.bool_)[:, None]
+    # a Kubernetes cluster's new job adds to what it pays; a VM cluster's nodes all pay the
+    # price, those under a window at most their lock
+    bills = np.where(gang, paid + more * prices * g, (held + more) * prices * g)
+    for k, h in enumerate(holdings):
+        if not h.gang:
+            for _, lock in h.caps:
+                bills[k] += np.maximum(lock, prices[k]) * g
+    return bills
