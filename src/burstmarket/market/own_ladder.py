@@ -179,23 +179,26 @@ def _priced(
     held = np.array([h.held for h in holdings], dtype=np.int64)
     gang = np.array([h.gang for h in holdings], dtype=np.bool_)
     prices = growth.prices_of(others, supply, held, rungs, g, reserve, gang)
-    billed = np.where(prices < 0, 0, _bills(holdings, prices, g))
+    billed = np.where(prices < 0, 0, _bills(holdings, held, gang, prices, g))
     return {
         h.cluster: (p, b)
         for h, p, b in zip(holdings, prices.tolist(), billed.tolist(), strict=True)
     }
 
 
-def _bills(holdings: Sequence[Holding], prices: Ints, g: int) -> Ints:
+def _bills(
+    holdings: Sequence[Holding], held: Ints, gang: npt.NDArray[np.bool_], prices: Ints, g: int
+) -> Ints:
     """Each holding's whole bill per hour at most with n = 1, 2 … more at `prices[k, n − 1]`
-    (row k for `holdings[k]`): a payment never exceeds the bid nor a protected node's cap."""
+    (row k for `holdings[k]`, its `held[k]` and `gang[k]`): a payment never exceeds the bid nor
+    a protected node's cap."""
     more = np.arange(1, prices.shape[1] + 1)
-    held = np.array([h.held for h in holdings], dtype=np.int64)[:, None]
-    paid = np.array([h.paid for h in holdings], dtype=np.int64)[:, None]
-    gang = np.array([h.gang for h in holdings], dtype=np.bool_)[:, None]
+    paid = np.array([h.paid for h in holdings], dtype=np.int64)
     # a Kubernetes cluster's new job adds to what it pays; a VM cluster's nodes all pay the
     # price, those under a window at most their lock
-    bills = np.where(gang, paid + more * prices * g, (held + more) * prices * g)
+    bills = np.where(
+        gang[:, None], paid[:, None] + more * prices * g, (held[:, None] + more) * prices * g
+    )
     for k, h in enumerate(holdings):
         if not h.gang:
             for _, lock in h.caps:
