@@ -70,6 +70,7 @@ SIZES = (
     Size(2_000, 5_000, 1_000, 20, 0.25),
     Size(10_000, 20_000, 4_000, 100, 1.0),
     Size(20_000, 50_000, 10_000, 200, None),
+    Size(25_000, 100_000, 20_000, 250, 1.0),
 )
 CASES = [(family, size) for size in SIZES for family in FAMILIES]
 TARGET_MEMORY = 1024 * MIB

@@ -11,12 +11,13 @@ from __future__ import annotations
 import copy
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burstmarket.auction import Clearing, IslandInput, Protected, Rung, Unit, clear
+from burstmarket.auction import Clearing, IslandInput, Level, Protected, Rung, Unit, clear, receipts
 from burstmarket.money import PRICE_STEP, round_div
-from tests.auction.oracle import Expected, expected, ladder
+from tests.auction.oracle import Brute, Expected, expected, ladder
 from tests.conftest import examples
 
 CLUSTERS = ("c0", "c1", "c2", "c3", "c4")
@@ -169,6 +170,37 @@ def test_vcg_core_and_protected_payments_match_the_oracle(island: IslandInput) -
     assert want.min_core_revenue <= revenue <= want.min_core_revenue + len(core)
     for name, pay in core.items():
         assert abs(pay - want.core[name]) <= 1, (name, pay, want.core[name])
+
+
+def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
+    """What price levels × nodes are worth over the reserve, µUSD per hour."""
+    return sum((level.price - reserve) * level.nodes * g for level in levels)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(islands(), st.sampled_from([receipts._BAND, 0]))
+def test_receipts_cite_demand_worth_what_the_oracle_says_it_explains(
+    island: IslandInput, band: int
+) -> None:
+    """The displaced units are worth V(S, c̄) − O_c, the protected nodes' V(S + P_c, c̄) −
+    V(S, c̄), and the core's coalition β_T of a set T of winners that c is in. With a band of 0
+    nodes every trace the first check misses is made over the whole supply."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(receipts, "_BAND", band)
+        result = clear(island)
+    want = expected(island)
+    r, g, supply = island.reserve_price, island.gpus_per_node, island.nodes
+    brute = Brute(island.units, r, g)
+    for name, held in result.clusters.items():
+        if held.won_nodes:
+            assert worth(held.displaced, r, g) == want.vcg[name] - want.reserve_part[name], name
+        if held.protected_nodes:
+            without = frozenset({name})
+            more = brute.best(supply + held.protected_nodes, without) - brute.best(supply, without)
+            assert worth(held.protected_displaced, r, g) == more, name
+        if held.coalition is not None:
+            betas = {beta for t, beta in want.coalitions if name in t}
+            assert held.coalition.value in betas, name
 
 
 @SMALL

@@ -196,6 +196,9 @@ def _payments(
                 )
             )
         left_out = binding.get(c)
+        members = [] if left_out is None else [winners[t] for t in left_out.tolist()]
+        # at the core's point no coalition blocks: V(S, N∖T) ≤ V(S) − Σ_T (bid − payment)
+        most = best - sum(int(won_value[j]) - core[j] for j in members)
         result[names[c]] = ClusterClearing(
             won_nodes=k,
             protected_nodes=p,
@@ -204,9 +207,7 @@ def _payments(
             core=floor + core[c] if k else 0,
             protected=protected,
             displaced=tracer.levels(entering, leaving),
-            coalition=None
-            if left_out is None
-            else tracer.coalition([winners[t] for t in left_out.tolist()]),
+            coalition=None if left_out is None else tracer.coalition(members, most),
             protected_displaced=protected_displaced,
             capped=capped,
         )

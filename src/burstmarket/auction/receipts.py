@@ -7,11 +7,15 @@ which units reach those values:
 
 - Without c, its K_c won nodes and the F free ones are open to the others. Most of the time the
   best use of them is the others' winners as they are plus the best of the losing units on the
-  K_c + F nodes: a knapsack over a few nodes, checked against V(S, c̄), which is exact. Only when
-  the check fails (reaching V(S, c̄) moves another winner's gang) is the others' allocation
-  traced over the whole supply. The protected nodes' P_c more nodes are the same, one step on.
-- A coalition T left out of the core's binding constraint is traced over the whole supply, once
-  per distinct T (they are few: only winners paying above VCG cite one).
+  K_c + F nodes: a knapsack over a few nodes, checked against V(S, c̄), which is exact. When the
+  check fails (reaching V(S, c̄) moves another winner's gang), a band is tried next: the others'
+  winners may give up to `_BAND` nodes to losing units (`_banded`); only if that does not reach
+  V(S, c̄) either is the others' allocation traced over the whole supply. The protected nodes'
+  P_c more nodes are the same, one step on.
+- A coalition T left out of the core's binding constraint is the same band from the winners
+  outside T, checked against the most V(S, N∖T) can be at the core's point (which blocks no
+  coalition: V(S) − Σ_T (bid − payment)); over the whole supply only when the band falls short,
+  once per distinct T.
 
 The losing units a knapsack over at most `reach` nodes can hold are the same for every cluster
 but a cluster's own, so they are pruned once (`allocation.dominated`).
@@ -26,10 +30,15 @@ import numpy as np
 import numpy.typing as npt
 
 from burstmarket.auction.allocation import dominated, optima
+from burstmarket.auction.kernels import NEG, first_of_each_size
 from burstmarket.auction.types import Coalition, Level, Unit
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+_BAND = 128
+"""Nodes of the winners a traced allocation may take back before the whole supply is traced (a
+gang coming in displaces a few gangs' worth; the core's separation starts from the same)."""
 
 
 class Tracer:
@@ -50,20 +59,31 @@ class Tracer:
         self.supply = supply
         self.free = supply - int(sizes[chosen].sum())
         self.chosen_value = int(values[chosen].sum())
+        # what every unit's value is a multiple of (the price grid × g): so is every allocation's
+        self.grain = max(1, int(np.gcd.reduce(values))) if len(values) else 1
         losing = np.flatnonzero(~chosen & (sizes <= reach))
         # a cluster's own units leave the pool with it: prune as if `reach` more singles could
         # be missing, then a cluster's own singles (the most any cluster has)
         singles = np.bincount(cluster[losing][sizes[losing] == 1], minlength=1)
         keep = ~dominated(sizes[losing], values[losing], 2 * reach + int(singles.max()))
-        self.pool = losing[keep]
+        pool = losing[keep]
+        # by size, the most valuable first (then the oldest): of one size, a plan holds the
+        # first ones (kernels.first_of_each_size)
+        pool = pool[np.lexsort((pool, -values[pool], sizes[pool]))]
+        self.pool = _Ranked(pool, sizes)
         # VM demand is single nodes: on fewer nodes than the pool's smallest gang, the best
-        # is its single nodes taken greedily, value first (then age, as the units are in age
-        # order), with no knapsack to run per cluster
-        single = sizes[self.pool] == 1
-        ranked = self.pool[single][np.argsort(-values[self.pool][single], kind="stable")]
+        # is its single nodes taken greedily in the pool's order (value first, then age), with
+        # no knapsack to run per cluster
+        single = sizes[pool] == 1
+        ranked = pool[single]
         self.singles = list(zip(ranked.tolist(), cluster[ranked].tolist(), strict=True))
         """(unit, its cluster's code), the best first."""
-        self.smallest_gang = int(sizes[self.pool][~single].min(initial=supply + reach + 1))
+        self.smallest_gang = int(sizes[pool][~single].min(initial=supply + reach + 1))
+        index = np.arange(len(sizes))
+        # the band's candidates, by size: to bring in, the most valuable first (then the oldest);
+        # to give way, the least valuable first (then the youngest)
+        self.by_value = _Ranked(np.lexsort((index, -values, sizes)), sizes)
+        self.by_cost = _Ranked(np.lexsort((-index, values, sizes)), sizes)
         self._coalitions: dict[bytes, Coalition] = {}
 
     def displaced(self, c: int, won_nodes: int, won_value: int, without: int) -> tuple[Ints, Ints]:
@@ -73,7 +93,8 @@ class Tracer:
         entering = self._best_in(c, self.free + won_nodes, np.empty(0, dtype=np.int64))
         if others + int(self.values[entering].sum()) == without:
             return entering, np.empty(0, dtype=np.int64)
-        return self._traced(self.cluster != c, self.supply)
+        kept = self.cluster != c
+        return self._reached(kept, self.chosen & kept, self.supply, without)
 
     def protected(
         self,
@@ -97,16 +118,18 @@ class Tracer:
         base = (self.chosen & others).copy()
         base[entering] = True
         base[leaving] = False
-        wide = self._mask(others, self.supply + more)
-        return np.flatnonzero(wide & ~base), np.flatnonzero(base & ~wide)
+        return self._reached(others, base, self.supply + more, at)
 
-    def coalition(self, left_out: Sequence[int]) -> Coalition:
+    def coalition(self, left_out: Sequence[int], most: int) -> Coalition:
         """The best allocation without the clusters `left_out`, as what it brings in and drops
-        against the chosen one (their own won units aside)."""
+        against the chosen one (their own won units aside). `most`: what V(S, N∖T) can be at
+        most (the core's point blocks no coalition)."""
         key = np.asarray(sorted(left_out), dtype=np.int64).tobytes()
         if key not in self._coalitions:
-            kept = ~np.isin(self.cluster, np.asarray(left_out, dtype=np.int64))
-            entering, leaving = self._traced(kept, self.supply)
+            kept = np.ones(int(self.cluster.max(initial=0)) + 1, dtype=np.bool_)
+            kept[np.asarray(left_out, dtype=np.int64)] = False
+            kept = kept[self.cluster]
+            entering, leaving = self._reached(kept, self.chosen & kept, self.supply, most)
             value = int(self.values[entering].sum()) - int(self.values[leaving].sum())
             self._coalitions[key] = Coalition(self.levels(entering, leaving), value)
         return self._coalitions[key]
@@ -135,18 +158,52 @@ class Tracer:
                 if owner != c and i not in aside:
                     best.append(i)
             return np.array(best, dtype=np.int64)
-        pool = self.pool[(self.cluster[self.pool] != c) & (self.sizes[self.pool] <= room)]
-        pool = pool[~np.isin(pool, taken)]
+        allowed = self.cluster != c
+        allowed[taken] = False
+        pool = self.pool.first(allowed, room)
         if not len(pool) or room <= 0:
             return np.empty(0, dtype=np.int64)
+        pool.sort()  # age order, as optima takes units
         found = optima(self.sizes[pool], self.values[pool], room).decide(room, [])
         taken_now: Ints = pool[np.asarray(found.chosen, dtype=np.bool_)]
         return taken_now
 
-    def _traced(self, kept: Mask, capacity: int) -> tuple[Ints, Ints]:
-        """The best allocation of the `kept` units on `capacity` nodes against the chosen one."""
+    def _reached(self, kept: Mask, base: Mask, capacity: int, most: int) -> tuple[Ints, Ints]:
+        """A best allocation of the `kept` units on `capacity` nodes, as the units it adds to
+        `base` (kept units that fit) and those it drops from it. `most`: the best value can be
+        no more (V itself where it is known). Every allocation is worth a multiple of `grain`,
+        so the band's allocation is a best one when it comes within less than that of `most`;
+        else the preferred optimum over the whole supply is traced."""
+        entering, leaving = self._banded(kept, base, capacity)
+        reached = int(np.sum(self.values, where=base))
+        reached += int(self.values[entering].sum()) - int(self.values[leaving].sum())
+        if most - reached < self.grain:
+            return entering, leaving
         wide = self._mask(kept, capacity)
-        return np.flatnonzero(wide & ~self.chosen), np.flatnonzero(self.chosen & kept & ~wide)
+        return np.flatnonzero(wide & ~base), np.flatnonzero(base & ~wide)
+
+    def _banded(self, kept: Mask, base: Mask, capacity: int) -> tuple[Ints, Ints]:
+        """The best allocation of the `kept` units on `capacity` nodes that keeps `base` but
+        for at most `_BAND` of its nodes: units to bring in, units to give way. Of one size,
+        a plan brings in the most valuable and gives up the least valuable, so only the first
+        few candidates of each size count (as many as fit)."""
+        room = capacity - int(np.sum(self.sizes, where=base))
+        reach = room + _BAND
+        enter = self.by_value.first(kept & ~base, reach)
+        give = self.by_cost.first(base, _BAND)
+        enter.sort()  # age order, as optima takes units
+        gains = optima(self.sizes[enter], self.values[enter], reach)
+        # giving way: exactly d nodes at the least value, as a knapsack that prefers nodes
+        # first: each node is worth `heavy`, more than all the candidates' values together
+        heavy = int(self.values[give].sum()) + 1
+        costs = optima(self.sizes[give], heavy * self.sizes[give] - self.values[give], _BAND)
+        d = np.arange(_BAND + 1)
+        exact = costs.full > heavy * (d - 1)  # some candidates add up to exactly d nodes
+        net = np.where(exact, gains.full[room + d] - (heavy * d - costs.full), NEG)
+        best = int(np.argmax(net))  # the fewest nodes given way among the best
+        entering = enter[np.asarray(gains.decide(room + best, []).chosen, dtype=np.bool_)]
+        leaving = give[np.asarray(costs.decide(best, []).chosen, dtype=np.bool_)]
+        return entering, leaving
 
     def _mask(self, kept: Mask, capacity: int) -> Mask:
         """The preferred optimum (age tie-break) of the `kept` units on `capacity` nodes."""
@@ -156,3 +213,16 @@ class Tracer:
             found = optima(self.sizes[index], self.values[index], capacity).decide(capacity, [])
             mask[index[np.asarray(found.chosen, dtype=np.bool_)]] = True
         return mask
+
+
+class _Ranked:
+    """Units by size ascending, then as a plan would take those of one size."""
+
+    def __init__(self, ranked: Ints, sizes: Ints) -> None:
+        self.ranked, self.sizes = ranked, sizes
+        size = sizes[ranked]
+        self.ends = np.searchsorted(size, size, side="right")
+
+    def first(self, allowed: Mask, room: int) -> Ints:
+        """The `allowed` units a plan on `room` nodes can hold of each size, the first ones."""
+        return first_of_each_size(self.ranked, self.ends, self.sizes, allowed, room)

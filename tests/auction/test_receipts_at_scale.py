@@ -1,0 +1,94 @@
+"""Receipts on large islands: the band the traces start from, against tracing the whole supply,
+and the largest island there is (25,000 nodes of 8 GPUs, 100,000 units) cleared exactly.
+
+The knapsack optimum at the largest size comes from a plain dynamic program over every unit
+(numpy, one vector step per unit), sharing no code with the engine; CP-SAT cannot prove an
+optimum of that size in a test's time. The core there is checked by the engine's own
+certificate (its exact separation over every capacity found no blocking coalition, and the
+point meets every constraint found), as the independent reference of test_core_exact.py works
+on 300-node islands only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bench.instances import kubernetes_heavy, vm_heavy
+
+from burstmarket.auction import Clearing, IslandInput, Level, clear, receipts
+
+
+def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
+    """What price levels × nodes are worth over the reserve, µUSD per hour."""
+    return sum((level.price - reserve) * level.nodes * g for level in levels)
+
+
+def figures(island: IslandInput, result: Clearing) -> dict[str, tuple[int, int, int | None]]:
+    """Per cluster, what its receipt's demand is worth: displaced, protected, coalition."""
+    r, g = island.reserve_price, island.gpus_per_node
+    return {
+        name: (
+            worth(held.displaced, r, g),
+            worth(held.protected_displaced, r, g),
+            None if held.coalition is None else held.coalition.value,
+        )
+        for name, held in result.clusters.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("family", "seed"), [(kubernetes_heavy, 6), (vm_heavy, 5)], ids=["kubernetes", "vm"]
+)
+def test_a_band_of_no_nodes_traces_the_whole_supply_to_the_same_figures(
+    family: object, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The band only spares work: with none, every trace the first check misses is made over
+    the whole supply, and each receipt's demand is worth the same. On these islands (gangs
+    that move other winners, cores above VCG) the band spares most of those traces."""
+    island = family(300, 1_000, 150, seed=seed)  # type: ignore[operator]
+    traced = 0
+    whole = receipts.Tracer._mask
+
+    def counted(self: receipts.Tracer, *args: object) -> object:
+        nonlocal traced
+        traced += 1
+        return whole(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(receipts.Tracer, "_mask", counted)
+    banded = clear(island)
+    with_band = traced
+    traced = 0
+    monkeypatch.setattr(receipts, "_BAND", 0)
+    unbanded = clear(island)
+    assert figures(island, banded) == figures(island, unbanded)
+    assert any(held.coalition is not None for held in banded.clusters.values())
+    assert with_band < traced
+
+
+def knapsack_optimum(island: IslandInput) -> int:
+    """V(S) by a textbook 0/1 knapsack over every bidding unit."""
+    g, r, supply = island.gpus_per_node, island.reserve_price, island.nodes
+    table = np.zeros(supply + 1, dtype=np.int64)
+    for u in island.units:
+        if r <= u.price and u.nodes <= supply:
+            shifted = table[: supply + 1 - u.nodes] + (u.price - r) * u.nodes * g
+            np.maximum(table[u.nodes :], shifted, out=table[u.nodes :])
+    return int(table[supply])
+
+
+def test_the_largest_island_clears_to_the_optimum_with_an_exact_core_and_receipts() -> None:
+    island = kubernetes_heavy(25_000, 100_000, 20_000, protected_clusters=250, seed=25_000)
+    result = clear(island)
+    assert result.value == knapsack_optimum(island)
+    assert result.core_exact
+    assert result.core_rounds > 1  # the core is above VCG somewhere: coalitions were traced
+    r, g = island.reserve_price, island.gpus_per_node
+    units = {u.id: u for u in island.units}
+    assert sum(units[w].nodes for w in result.winners) <= island.nodes
+    for name, held in result.clusters.items():
+        if held.won_nodes:
+            assert worth(held.displaced, r, g) == held.vcg - r * held.won_nodes * g, name
+        assert (held.coalition is None) == (held.core == held.vcg), name
+        if held.coalition is not None:
+            assert worth(held.coalition.levels, r, g) == held.coalition.value, name
+            assert held.coalition.value > 0, name
