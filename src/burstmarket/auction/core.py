@@ -350,25 +350,36 @@ class _Program:
 
     def binding(self, point: Ints) -> list[Ints | None]:
         """For each winner above VCG, the left-out set of the tightest coalition found that holds
-        it. A winner raised only as a copy of its class stands in for the class member that
-        coalition left out (the swap of the module's docstring)."""
+        it (the first found of the tightest). A winner raised only as a copy of its class stands
+        in for the class member that coalition left out first (the swap of the module's
+        docstring). One pass per coalition over every winner at once."""
+        count = len(point)
+        tightest = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+        which = np.full(count, -1, dtype=np.int64)
+        stand_in = np.full(count, -1, dtype=np.int64)  # the member a copy takes the place of
+        for k, c in enumerate(self.coalitions):
+            left_out = c.left_out
+            slack = int(point[left_out].sum()) - c.bound
+            # per class, the coalition's first member of it (-1: none)
+            classes, first = np.unique(self.classes[left_out], return_index=True)
+            mate_of = np.full(int(self.classes.max()) + 1, -1, dtype=np.int64)
+            mate_of[classes] = left_out[first]
+            mate = mate_of[self.classes]
+            mate[left_out] = -2  # a member stands for itself
+            held = np.where(mate == -2, slack, slack - point[np.maximum(mate, 0)] + point)
+            tighter = (mate != -1) & (held < tightest)
+            tightest[tighter] = held[tighter]
+            which[tighter] = k
+            stand_in[tighter] = mate[tighter]
         found: list[Ints | None] = []
-        for j in range(len(point)):
-            if point[j] <= self.lo[j]:
+        for j in range(count):
+            if point[j] <= self.lo[j] or which[j] < 0:
                 found.append(None)
                 continue
-            best: tuple[int, Ints] | None = None
-            for c in self.coalitions:
-                left_out = c.left_out
-                if j not in left_out:
-                    mates = left_out[self.classes[left_out] == self.classes[j]]
-                    if not len(mates):
-                        continue
-                    left_out = np.sort(np.append(left_out[left_out != mates[0]], j))
-                slack = int(point[left_out].sum()) - c.bound
-                if best is None or slack < best[0]:
-                    best = (slack, left_out)
-            found.append(None if best is None else best[1])
+            left_out = self.coalitions[int(which[j])].left_out
+            if stand_in[j] >= 0:
+                left_out = np.sort(np.append(left_out[left_out != stand_in[j]], j))
+            found.append(left_out)
         return found
 
     def exact(self, point: Ints) -> bool:
