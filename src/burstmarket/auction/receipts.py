@@ -84,6 +84,11 @@ class Tracer:
         # to give way, the least valuable first (then the youngest)
         self.by_value = _Ranked(np.lexsort((index, -values, sizes)), sizes)
         self.by_cost = _Ranked(np.lexsort((-index, values, sizes)), sizes)
+        # what each cluster (by code) won: nodes and value
+        self.won_nodes = np.zeros(int(cluster.max(initial=0)) + 1, dtype=np.int64)
+        self.won_value = np.zeros_like(self.won_nodes)
+        np.add.at(self.won_nodes, cluster[chosen], sizes[chosen])
+        np.add.at(self.won_value, cluster[chosen], values[chosen])
         self._coalitions: dict[bytes, Coalition] = {}
 
     def displaced(self, c: int, won_nodes: int, won_value: int, without: int) -> tuple[Ints, Ints]:
@@ -94,7 +99,8 @@ class Tracer:
         if others + int(self.values[entering].sum()) == without:
             return entering, np.empty(0, dtype=np.int64)
         kept = self.cluster != c
-        return self._reached(kept, self.chosen & kept, self.supply, without)
+        room = self.free + won_nodes
+        return self._reached(kept, self.chosen & kept, room, others, self.supply, without)
 
     def protected(
         self,
@@ -115,10 +121,12 @@ class Tracer:
             if without + int(self.values[added].sum()) == at:
                 return added, np.empty(0, dtype=np.int64)
         others = self.cluster != c
-        base = (self.chosen & others).copy()
+        base = self.chosen & others
         base[entering] = True
         base[leaving] = False
-        return self._reached(others, base, self.supply + more, at)
+        room = self.free + won_nodes + more
+        room += int(self.sizes[leaving].sum()) - int(self.sizes[entering].sum())
+        return self._reached(others, base, room, without, self.supply + more, at)
 
     def coalition(self, left_out: Sequence[int], most: int) -> Coalition:
         """The best allocation without the clusters `left_out`, as what it brings in and drops
@@ -126,10 +134,15 @@ class Tracer:
         most (the core's point blocks no coalition)."""
         key = np.asarray(sorted(left_out), dtype=np.int64).tobytes()
         if key not in self._coalitions:
-            kept = np.ones(int(self.cluster.max(initial=0)) + 1, dtype=np.bool_)
-            kept[np.asarray(left_out, dtype=np.int64)] = False
+            members = np.asarray(left_out, dtype=np.int64)
+            kept = np.ones(len(self.won_nodes), dtype=np.bool_)
+            kept[members] = False
             kept = kept[self.cluster]
-            entering, leaving = self._reached(kept, self.chosen & kept, self.supply, most)
+            room = self.free + int(self.won_nodes[members].sum())
+            value = self.chosen_value - int(self.won_value[members].sum())
+            entering, leaving = self._reached(
+                kept, self.chosen & kept, room, value, self.supply, most
+            )
             value = int(self.values[entering].sum()) - int(self.values[leaving].sum())
             self._coalitions[key] = Coalition(self.levels(entering, leaving), value)
         return self._coalitions[key]
@@ -168,26 +181,26 @@ class Tracer:
         taken_now: Ints = pool[np.asarray(found.chosen, dtype=np.bool_)]
         return taken_now
 
-    def _reached(self, kept: Mask, base: Mask, capacity: int, most: int) -> tuple[Ints, Ints]:
+    def _reached(
+        self, kept: Mask, base: Mask, room: int, value: int, capacity: int, most: int
+    ) -> tuple[Ints, Ints]:
         """A best allocation of the `kept` units on `capacity` nodes, as the units it adds to
-        `base` (kept units that fit) and those it drops from it. `most`: the best value can be
-        no more (V itself where it is known). Every allocation is worth a multiple of `grain`,
-        so the band's allocation is a best one when it comes within less than that of `most`;
-        else the preferred optimum over the whole supply is traced."""
-        entering, leaving = self._banded(kept, base, capacity)
-        reached = int(np.sum(self.values, where=base))
-        reached += int(self.values[entering].sum()) - int(self.values[leaving].sum())
+        `base` (kept units worth `value`, leaving `room` nodes) and those it drops from it.
+        `most`: the best value can be no more (V itself where it is known). Every allocation is
+        worth a multiple of `grain`, so the band's allocation is a best one when it comes within
+        less than that of `most`; else the preferred optimum over the whole supply is traced."""
+        entering, leaving = self._banded(kept, base, room)
+        reached = value + int(self.values[entering].sum()) - int(self.values[leaving].sum())
         if most - reached < self.grain:
             return entering, leaving
         wide = self._mask(kept, capacity)
         return np.flatnonzero(wide & ~base), np.flatnonzero(base & ~wide)
 
-    def _banded(self, kept: Mask, base: Mask, capacity: int) -> tuple[Ints, Ints]:
-        """The best allocation of the `kept` units on `capacity` nodes that keeps `base` but
-        for at most `_BAND` of its nodes: units to bring in, units to give way. Of one size,
-        a plan brings in the most valuable and gives up the least valuable, so only the first
-        few candidates of each size count (as many as fit)."""
-        room = capacity - int(np.sum(self.sizes, where=base))
+    def _banded(self, kept: Mask, base: Mask, room: int) -> tuple[Ints, Ints]:
+        """The best allocation of the `kept` units on `room` nodes more than `base` holds that
+        keeps `base` but for at most `_BAND` of its nodes: units to bring in, units to give
+        way. Of one size, a plan brings in the most valuable and gives up the least valuable,
+        so only the first few candidates of each size count (as many as fit)."""
         reach = room + _BAND
         enter = self.by_value.first(kept & ~base, reach)
         give = self.by_cost.first(base, _BAND)
