@@ -15,12 +15,8 @@ import numpy as np
 import pytest
 from bench.instances import kubernetes_heavy, vm_heavy
 
-from burstmarket.auction import Clearing, IslandInput, Level, clear, receipts
-
-
-def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
-    """What price levels × nodes are worth over the reserve, µUSD per hour."""
-    return sum((level.price - reserve) * level.nodes * g for level in levels)
+from burstmarket.auction import Clearing, IslandInput, clear, receipts
+from tests.auction.test_properties import worth
 
 
 def figures(island: IslandInput, result: Clearing) -> dict[str, tuple[int, int, int | None]]:

@@ -8,13 +8,13 @@ from decimal import Decimal
 
 from hypothesis import given, settings
 
-from burstmarket.auction import IslandInput, Level, clear
+from burstmarket.auction import IslandInput, clear
 from burstmarket.clock import NS_PER_MS, to_datetime
 from burstmarket.market.ledger import CHARGE
 from burstmarket.market.receipts import PARTS, receipt_view, receipts
 from burstmarket.market.tick import run_tick
 from burstmarket.money import units_to_usd
-from tests.auction.test_properties import islands
+from tests.auction.test_properties import islands, worth
 from tests.conftest import examples
 from tests.constants import T0, USD
 from tests.market.support import INTERVAL, free_nodes, job, k8s, tick_input, vm
@@ -61,11 +61,6 @@ def test_two_single_nodes_beating_a_gang_pay_the_core_with_the_gang_as_the_coali
     assert view.core.value == 72.0
     assert [(x.price, x.nodes) for x in view.core.coalition] == [(5.5, 2)]
     assert [(x.price, x.nodes) for x in view.displaced] == [(5.5, 2), (6.0, -1)]
-
-
-def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
-    """What price levels × nodes are worth over the reserve, µUSD per hour."""
-    return sum((level.price - reserve) * level.nodes * g for level in levels)
 
 
 @settings(max_examples=examples(200), deadline=None)
