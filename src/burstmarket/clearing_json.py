@@ -61,13 +61,17 @@ def parse_island(raw: bytes) -> IslandInput:
         raise InputError(str(exc)) from None
     seen: set[str] = set()
     units = []
+    prices: dict[Decimal, int] = {}  # an island's units share few prices: each parsed once
     for i, u in enumerate(island.units):
         if u.id in seen:
             raise InputError(f"units[{i}].id: duplicate unit id {u.id!r}")
         seen.add(u.id)
         if isinstance(u.since, float) and u.since != u.since:
             raise InputError(f"units[{i}].since: must be a number")
-        units.append(Unit(u.id, u.cluster, u.nodes, _price(u.price, f"units[{i}].price"), u.since))
+        price = prices.get(u.price)
+        if price is None:
+            price = prices[u.price] = _price(u.price, f"units[{i}].price")
+        units.append(Unit(u.id, u.cluster, u.nodes, price, u.since))
     protected = tuple(
         Protected(p.cluster, p.nodes, _price(p.locked_price, f"protected[{i}].locked_price"))
         for i, p in enumerate(island.protected)
