@@ -175,7 +175,7 @@ def _payments(
     # what the receipts cite (receipts.py): the units behind each payment
     free = supply - int(sizes[chosen].sum())
     reach = free + int((won_nodes + protected_nodes).max(initial=0))
-    tracer = Tracer(units, sizes, values, cluster, chosen, supply, reach)
+    tracer = Tracer(units, sizes, values, cluster, chosen, won_nodes, won_value, supply, reach)
     none = np.empty(0, dtype=np.int64)
     result: dict[str, ClusterClearing] = {}
     for c in queried.tolist():
@@ -183,7 +183,7 @@ def _payments(
         floor = reserve * k * g
         entering, leaving = none, none
         if k:
-            entering, leaving = tracer.displaced(c, k, int(won_value[c]), int(without[row[c], 0]))
+            entering, leaving = tracer.displaced(c, int(without[row[c], 0]))
         protected, capped = 0, False
         protected_displaced: tuple[Level, ...] = ()
         if p:
@@ -192,13 +192,10 @@ def _payments(
             capped = int(protected_cap[c]) < reserve * p * g + displaced
             protected_displaced = tracer.levels(
                 *tracer.protected(
-                    c, k, entering, leaving, p, int(without[row[c], 0]), int(without[row[c], 1])
+                    c, entering, leaving, p, int(without[row[c], 0]), int(without[row[c], 1])
                 )
             )
         left_out = binding.get(c)
-        members = [] if left_out is None else [winners[t] for t in left_out.tolist()]
-        # at the core's point no coalition blocks: V(S, N∖T) ≤ V(S) − Σ_T (bid − payment)
-        most = best - sum(int(won_value[j]) - core[j] for j in members)
         result[names[c]] = ClusterClearing(
             won_nodes=k,
             protected_nodes=p,
@@ -207,7 +204,12 @@ def _payments(
             core=floor + core[c] if k else 0,
             protected=protected,
             displaced=tracer.levels(entering, leaving),
-            coalition=None if left_out is None else tracer.coalition(members, most),
+            coalition=None
+            if left_out is None
+            else tracer.coalition(
+                [winners[t] for t in left_out.tolist()],
+                sum(core_found.surplus[t] for t in left_out.tolist()),
+            ),
             protected_displaced=protected_displaced,
             capped=capped,
         )

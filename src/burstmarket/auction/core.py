@@ -357,12 +357,13 @@ class _Program:
         tightest = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
         which = np.full(count, -1, dtype=np.int64)
         stand_in = np.full(count, -1, dtype=np.int64)  # the member a copy takes the place of
+        classes_count = int(self.classes.max()) + 1
         for k, c in enumerate(self.coalitions):
             left_out = c.left_out
             slack = int(point[left_out].sum()) - c.bound
             # per class, the coalition's first member of it (-1: none)
             classes, first = np.unique(self.classes[left_out], return_index=True)
-            mate_of = np.full(int(self.classes.max()) + 1, -1, dtype=np.int64)
+            mate_of = np.full(classes_count, -1, dtype=np.int64)
             mate_of[classes] = left_out[first]
             mate = mate_of[self.classes]
             mate[left_out] = -2  # a member stands for itself

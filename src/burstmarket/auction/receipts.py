@@ -51,11 +51,15 @@ class Tracer:
         values: Ints,
         cluster: Ints,
         chosen: Mask,
+        won_nodes: Ints,
+        won_value: Ints,
         supply: int,
         reach: int,
     ) -> None:
+        """`won_nodes`, `won_value`: what each cluster won, by code (the payments' own)."""
         self.prices = np.array([u.price for u in units], dtype=np.int64)
         self.sizes, self.values, self.cluster, self.chosen = sizes, values, cluster, chosen
+        self.won_nodes, self.won_value = won_nodes, won_value
         self.supply = supply
         self.free = supply - int(sizes[chosen].sum())
         self.chosen_value = int(values[chosen].sum())
@@ -84,28 +88,22 @@ class Tracer:
         # to give way, the least valuable first (then the youngest)
         self.by_value = _Ranked(np.lexsort((index, -values, sizes)), sizes)
         self.by_cost = _Ranked(np.lexsort((-index, values, sizes)), sizes)
-        # what each cluster (by code) won: nodes and value
-        self.won_nodes = np.zeros(int(cluster.max(initial=0)) + 1, dtype=np.int64)
-        self.won_value = np.zeros_like(self.won_nodes)
-        np.add.at(self.won_nodes, cluster[chosen], sizes[chosen])
-        np.add.at(self.won_value, cluster[chosen], values[chosen])
         self._coalitions: dict[bytes, Coalition] = {}
 
-    def displaced(self, c: int, won_nodes: int, won_value: int, without: int) -> tuple[Ints, Ints]:
+    def displaced(self, c: int, without: int) -> tuple[Ints, Ints]:
         """Units that would win without cluster c and lose now (entering), and units winning now
         that would not (leaving): V(S, c̄) − O_c is their values' difference."""
-        others = self.chosen_value - won_value
-        entering = self._best_in(c, self.free + won_nodes, np.empty(0, dtype=np.int64))
+        others = self.chosen_value - int(self.won_value[c])
+        room = self.free + int(self.won_nodes[c])
+        entering = self._best_in(c, room, np.empty(0, dtype=np.int64))
         if others + int(self.values[entering].sum()) == without:
             return entering, np.empty(0, dtype=np.int64)
         kept = self.cluster != c
-        room = self.free + won_nodes
         return self._reached(kept, self.chosen & kept, room, others, self.supply, without)
 
     def protected(
         self,
         c: int,
-        won_nodes: int,
         entering: Ints,
         leaving: Ints,
         more: int,
@@ -115,8 +113,10 @@ class Tracer:
         """What `more` protected nodes of cluster c keep out: units the others would add (and
         those they would drop) going from V(S, c̄) (reached by `entering`, `leaving`, value
         `without`) to V(S + P_c, c̄) = `at`."""
+        # the nodes open to the others from V(S, c̄)'s allocation on: S + P_c less what it holds
+        room = self.free + int(self.won_nodes[c]) + more
+        room += int(self.sizes[leaving].sum()) - int(self.sizes[entering].sum())
         if not len(leaving):
-            room = self.free + won_nodes + more - int(self.sizes[entering].sum())
             added = self._best_in(c, room, entering)
             if without + int(self.values[added].sum()) == at:
                 return added, np.empty(0, dtype=np.int64)
@@ -124,14 +124,13 @@ class Tracer:
         base = self.chosen & others
         base[entering] = True
         base[leaving] = False
-        room = self.free + won_nodes + more
-        room += int(self.sizes[leaving].sum()) - int(self.sizes[entering].sum())
         return self._reached(others, base, room, without, self.supply + more, at)
 
-    def coalition(self, left_out: Sequence[int], most: int) -> Coalition:
-        """The best allocation without the clusters `left_out`, as what it brings in and drops
-        against the chosen one (their own won units aside). `most`: what V(S, N∖T) can be at
-        most (the core's point blocks no coalition)."""
+    def coalition(self, left_out: Sequence[int], paid: int) -> Coalition:
+        """The best allocation without the clusters T = `left_out`, as what it brings in and
+        drops against the chosen one (their own won units aside). `paid`: what T pays together
+        above the reserve at the core's point, which no coalition blocks, so V(S, N∖T) is at
+        most the others' chosen value plus `paid`."""
         key = np.asarray(sorted(left_out), dtype=np.int64).tobytes()
         if key not in self._coalitions:
             members = np.asarray(left_out, dtype=np.int64)
@@ -139,9 +138,9 @@ class Tracer:
             kept[members] = False
             kept = kept[self.cluster]
             room = self.free + int(self.won_nodes[members].sum())
-            value = self.chosen_value - int(self.won_value[members].sum())
+            others = self.chosen_value - int(self.won_value[members].sum())
             entering, leaving = self._reached(
-                kept, self.chosen & kept, room, value, self.supply, most
+                kept, self.chosen & kept, room, others, self.supply, others + paid
             )
             value = int(self.values[entering].sum()) - int(self.values[leaving].sum())
             self._coalitions[key] = Coalition(self.levels(entering, leaving), value)
