@@ -4,22 +4,22 @@
                                           [--only NAME]
     (or: make bench; about twenty minutes on a busy 2-core machine)
 
-Islands of 2,000 × 5,000, 10,000 × 20,000, 20,000 × 50,000 and 25,000 × 100,000 (nodes × units,
-the last the size of the largest GPU clusters in service) in three families
-(bench/instances.py): friendly, Kubernetes-heavy and VM-heavy. For each: the median wall time of
-`clear()` over N runs after one warm-up run (start-up: the process's first call loads the
-compiled kernels), beside its median CPU time (on a shared machine the wall time also counts
-other processes' turns), and the median time of each phase inside it (winner determination, VCG,
-core, ladder); the core's rounds and whether its point is the exact minimum-revenue
-point nearest VCG; the peak memory of a fresh process that builds the island and clears it once;
-and a straightforward baseline: CP-SAT (2 workers) solving winner determination once, plus once
-more per winning cluster with that cluster's demand removed (the V(S, c̄) VCG needs). The
-baseline does not price the core, the ladder or the statistics, so the ratio understates the
-gap. Solving V(S, c̄) for every winning cluster would take hours, so K of them (a seeded sample)
-are timed and the rest extrapolated from their mean, and each CP-SAT solve stops after
-`--cpsat` seconds (a solve cut short makes its time, and the ratio, a lower bound); the output
-says which figures are which. A case stops taking timed runs once it has spent `--budget`
-seconds (at least one is taken). A table of every case closes the output.
+Islands of 2,000 × 5,000, 10,000 × 20,000, 20,000 × 50,000 and 25,000 × 100,000 (nodes × units, the
+last the size of the largest GPU clusters in service) in three families (bench/instances.py):
+friendly, Kubernetes-heavy and VM-heavy. For each: the median wall time of `clear()` over N runs
+after one warm-up run (start-up: the process's first call loads the compiled kernels), beside its
+median CPU time (on a shared machine the wall time also counts other processes' turns), and the
+median time of each phase inside it (winner determination, VCG, core, ladder), on the threads the
+engine uses by default (`clear.WORKERS`: the cores it may run on, four at most) and on one thread;
+the core's rounds and whether its point is the exact minimum-revenue point nearest VCG; the peak
+memory of a fresh process that builds the island and clears it once; and a straightforward baseline:
+CP-SAT (2 workers) solving winner determination once, plus once more per winning cluster with that
+cluster's demand removed (the V(S, c̄) VCG needs). The baseline does not price the core, the ladder
+or the statistics, so the ratio understates the gap. Solving V(S, c̄) for every winning cluster
+would take hours, so K of them (a seeded sample) are timed and the rest extrapolated from their
+mean, and each CP-SAT solve stops after `--cpsat` seconds (a solve cut short makes its time, and the
+ratio, a lower bound); the output says which figures are which. A case stops taking timed runs once
+it has spent `--budget` seconds (at least one is taken). A table of every case closes the output.
 """
 
 from __future__ import annotations
@@ -162,9 +162,10 @@ class Runs:
     phases: dict[str, list[float]]
 
 
-def timed_runs(instance: IslandInput, runs: int, budget: float) -> Runs:
+def timed_runs(instance: IslandInput, runs: int, budget: float, workers: int) -> Runs:
     started = time.perf_counter()
-    result = clear(instance)  # warm-up (the process loaded the kernels before), and the winners
+    # warm-up (the process loaded the kernels before), and the winners
+    result = clear(instance, workers=workers)
     wall: list[float] = []
     cpu: list[float] = []
     phases: dict[str, list[float]] = defaultdict(list)
@@ -172,7 +173,7 @@ def timed_runs(instance: IslandInput, runs: int, budget: float) -> Runs:
     while len(wall) < runs and (not wall or spent < budget):
         with phase_timer() as split:
             began, began_cpu = time.perf_counter(), time.process_time()
-            clear(instance)
+            clear(instance, workers=workers)
             wall.append(time.perf_counter() - began)
             cpu.append(time.process_time() - began_cpu)
         for phase in PHASES:
@@ -194,7 +195,9 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
         flush=True,
     )
 
-    timed = timed_runs(instance, runs, budget)
+    timed = timed_runs(instance, runs, budget, engine.WORKERS)
+    one = timed_runs(instance, runs, budget, 1)
+    assert one.result == timed.result, "one thread and several cleared differently"
     result, wall = timed.result, timed.wall
     engine_time = statistics.median(wall)
     cpu_time = statistics.median(timed.cpu)
@@ -208,7 +211,16 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
     print(
         f"engine clear():   median {engine_time * 1000:9.1f} ms wall over {len(wall)} runs "
         f"beyond start-up (min {min(wall) * 1000:.1f}, max {max(wall) * 1000:.1f}); CPU "
-        f"{cpu_time * 1000:.1f} ms   {verdict}"
+        f"{cpu_time * 1000:.1f} ms on up to {engine.WORKERS} threads   {verdict}"
+    )
+    one_wall = statistics.median(one.wall)
+    print(
+        f"  on one thread:  median {one_wall * 1000:9.1f} ms wall over {len(one.wall)} runs; "
+        f"phases "
+        + ", ".join(
+            f"{phase} {statistics.median(spent) * 1000:.1f} ms"
+            for phase, spent in one.phases.items()
+        )
     )
     print(
         "  phases (median): "
@@ -238,6 +250,7 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
         name(index),
         f"{engine_time * 1000:.0f}",
         f"{cpu_time * 1000:.0f}",
+        f"{one_wall * 1000:.0f}",
         "-" if target is None else f"{target * 1000:.0f} {ok(engine_time <= target)}",
         str(result.core_rounds),
         str(result.core_exact),
@@ -277,9 +290,13 @@ def baseline_solve(instance: IslandInput, without: frozenset[str], limit: float)
 
 
 def table(rows: list[list[str]]) -> None:
-    header = ["case", "wall ms", "CPU ms", "target ms", "rounds", "exact", "peak MiB", "CP-SAT"]
+    header = ["case", "wall ms", "CPU ms", "1 thread ms", "target ms", "rounds", "exact"]
+    header += ["peak MiB", "CP-SAT"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    print("\n== summary (median wall and CPU time of clear(); peak RSS of a fresh process)")
+    print(
+        "\n== summary (median wall and CPU time of clear(), and its wall on one thread; peak RSS "
+        "of a fresh process)"
+    )
     for r in [header, *rows]:
         print("  ".join(cell.rjust(width) for cell, width in zip(r, widths, strict=True)))
 

@@ -11,6 +11,8 @@ on 300-node islands only.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from bench.instances import kubernetes_heavy, vm_heavy
@@ -88,3 +90,28 @@ def test_the_largest_island_clears_to_the_optimum_with_an_exact_core_and_receipt
         if held.coalition is not None:
             assert worth(held.coalition.levels, r, g) == held.coalition.value, name
             assert held.coalition.value > 0, name
+
+
+def test_threads_and_parts_change_no_figure() -> None:
+    """A large island's payments on two threads (the core beside the receipts, the VCG's
+    tables in parts on both) are the one-thread clearing's, and its VCG the textbook one:
+    V(S, c̄) by a plain knapsack without c, for the largest winners."""
+    island = kubernetes_heavy(10_000, 20_000, 4_000, protected_clusters=100, seed=10_000)
+    one, two = clear(island, workers=1), clear(island, workers=2)
+    assert one == two
+    r, g = island.reserve_price, island.gpus_per_node
+    units = {u.id: u for u in island.units}
+    largest = sorted(
+        (c for c, held in one.clusters.items() if held.won_nodes),
+        key=lambda c: (-one.clusters[c].won_nodes, c),
+    )[:3]
+    for name in largest:
+        held = one.clusters[name]
+        surplus = sum(
+            (units[w].price - r) * units[w].nodes * g
+            for w in one.winners
+            if units[w].cluster == name
+        )
+        others = replace(island, units=tuple(u for u in island.units if u.cluster != name))
+        without = knapsack_optimum(others)
+        assert held.vcg == r * held.won_nodes * g + without - (one.value - surplus), name

@@ -102,7 +102,7 @@ def without(
         item_sizes[pick],
         item_values[pick],
         at,
-        suffix_block(len(removed), supply + 1),
+        suffix_block(len(removed)),
     )
     rows = found[np.argsort(queried)]
     return [Others(low, rows[k], total - int(own[k])) for k in range(len(removed))]
