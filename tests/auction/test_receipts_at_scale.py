@@ -18,6 +18,7 @@ import pytest
 from bench.instances import kubernetes_heavy, vm_heavy
 
 from burstmarket.auction import Clearing, IslandInput, clear, receipts
+from tests.auction.test_cpsat import vcg_of_the_largest
 from tests.auction.test_properties import worth
 
 
@@ -99,19 +100,10 @@ def test_threads_and_parts_change_no_figure() -> None:
     island = kubernetes_heavy(10_000, 20_000, 4_000, protected_clusters=100, seed=10_000)
     one, two = clear(island, workers=1), clear(island, workers=2)
     assert one == two
-    r, g = island.reserve_price, island.gpus_per_node
-    units = {u.id: u for u in island.units}
-    largest = sorted(
-        (c for c, held in one.clusters.items() if held.won_nodes),
-        key=lambda c: (-one.clusters[c].won_nodes, c),
-    )[:3]
-    for name in largest:
-        held = one.clusters[name]
-        surplus = sum(
-            (units[w].price - r) * units[w].nodes * g
-            for w in one.winners
-            if units[w].cluster == name
-        )
-        others = replace(island, units=tuple(u for u in island.units if u.cluster != name))
-        without = knapsack_optimum(others)
-        assert held.vcg == r * held.won_nodes * g + without - (one.value - surplus), name
+
+    def without(instance: IslandInput, removed: frozenset[str]) -> int:
+        kept = tuple(u for u in instance.units if u.cluster not in removed)
+        return knapsack_optimum(replace(instance, units=kept))
+
+    for name, expected in vcg_of_the_largest(island, one, without).items():
+        assert one.clusters[name].vcg == expected, name
