@@ -162,6 +162,12 @@ class Runs:
     phases: dict[str, list[float]]
 
 
+def phase_medians(runs: Runs) -> str:
+    return ", ".join(
+        f"{phase} {statistics.median(spent) * 1000:.1f} ms" for phase, spent in runs.phases.items()
+    )
+
+
 def timed_runs(instance: IslandInput, runs: int, budget: float, workers: int) -> Runs:
     started = time.perf_counter()
     # warm-up (the process loaded the kernels before), and the winners
@@ -216,19 +222,9 @@ def bench(index: int, runs: int, sample: int, budget: float, cpsat: float) -> li
     one_wall = statistics.median(one.wall)
     print(
         f"  on one thread:  median {one_wall * 1000:9.1f} ms wall over {len(one.wall)} runs; "
-        f"phases "
-        + ", ".join(
-            f"{phase} {statistics.median(spent) * 1000:.1f} ms"
-            for phase, spent in one.phases.items()
-        )
+        f"phases {phase_medians(one)}"
     )
-    print(
-        "  phases (median): "
-        + ", ".join(
-            f"{phase} {statistics.median(spent) * 1000:.1f} ms"
-            for phase, spent in timed.phases.items()
-        )
-    )
+    print(f"  phases (median): {phase_medians(timed)}")
     print(
         f"  core: {result.core_rounds} rounds, exact minimum-revenue point nearest "
         f"VCG: {result.core_exact}; {len(winners)} winning clusters, {len(result.winners):,} "
