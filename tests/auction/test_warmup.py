@@ -57,6 +57,7 @@ def test_after_warm_up_a_realistic_clearing_compiles_nothing_more() -> None:
         "add_items",
         "advance",
         "bundle",
+        "dominated",
         "first_of_each_size",
         "growth_steps_rows",
         "most_blocking",

@@ -51,8 +51,8 @@ _SPREAD_FROM = 1 << 22
 def clear(island: IslandInput, *, workers: int = WORKERS) -> Clearing:
     """`workers`: threads a large island's payments may use (1: the caller's alone)."""
     bid_too_low = frozenset(u.cluster for u in island.units if u.price < island.reserve_price)
-    units, sizes, values, chosen, best, ladder = _allocate(island)
-    clusters, core = _payments(island, units, sizes, values, chosen, best, workers)
+    units, prices, sizes, values, chosen, best, ladder = _allocate(island)
+    clusters, core = _payments(island, units, prices, sizes, values, chosen, best, workers)
     winner_ids = {units[i].id for i in np.flatnonzero(chosen).tolist()}
     winners = tuple(u.id for u in island.units if u.id in winner_ids)
     return Clearing(
@@ -70,23 +70,29 @@ def clear(island: IslandInput, *, workers: int = WORKERS) -> Clearing:
 def price_ladder(island: IslandInput) -> tuple[Rung, ...]:
     """The ladder alone (step 9), with no payments: the ladders price the auction the next
     tick would run with it (market/ladder.py)."""
-    return _allocate(island)[5]
+    return _allocate(island)[-1]
 
 
 def _allocate(
     island: IslandInput,
-) -> tuple[list[Unit], Ints, Ints, npt.NDArray[np.bool_], int, tuple[Rung, ...]]:
-    """Winner determination and the ladder: the bidding units in age order, their sizes and
-    values, which the preferred optimum holds, its value, and the ladder."""
+) -> tuple[list[Unit], Ints, Ints, Ints, npt.NDArray[np.bool_], int, tuple[Rung, ...]]:
+    """Winner determination and the ladder: the bidding units in age order, their prices,
+    sizes and values, which the preferred optimum holds, its value, and the ladder."""
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
-    # age order: older first, equal `since` in the order given
-    bidding = sorted(
-        (i for i, u in enumerate(island.units) if u.price >= reserve),
-        key=lambda i: (island.units[i].since, i),
-    )
-    units = [island.units[i] for i in bidding]
-    sizes = np.array([u.nodes for u in units], dtype=np.int64)
-    values = (np.array([u.price for u in units], dtype=np.int64) - reserve) * sizes * g
+    # age order: older first, equal `since` in the order given (a stable sort)
+    given = island.units
+    prices = np.fromiter((u.price for u in given), dtype=np.int64, count=len(given))
+    bidding = np.flatnonzero(prices >= reserve)
+    ages = [given[i].since for i in bidding.tolist()]
+    since = np.array(ages)
+    if since.dtype.kind == "i":  # the market's ages (ns): sorted with no Python key per unit
+        bidding = bidding[np.argsort(since, kind="stable")]
+    else:  # a float among them: Python compares exactly where float64 could round a large int
+        bidding = bidding[sorted(range(len(ages)), key=ages.__getitem__)]
+    units = [given[i] for i in bidding.tolist()]
+    sizes = np.fromiter((u.nodes for u in units), dtype=np.int64, count=len(units))
+    prices = prices[bidding]
+    values = (prices - reserve) * sizes * g
 
     found = optima(sizes, values, supply)
     full = found.full
@@ -101,7 +107,7 @@ def _allocate(
     if level:
         probe_wins.update(found.decide(supply, level).probe_wins)
     ladder = _ladder(full, supply, g, reserve, supply - used, probe_wins)
-    return units, sizes, values, chosen, best, ladder
+    return units, prices, sizes, values, chosen, best, ladder
 
 
 def _ladder_probes(full: Table, supply: int, g: int) -> list[int]:
@@ -123,15 +129,13 @@ def _ladder(
     above = rest != 0
     above[rest == 0] = lost
     prices = np.where(n <= free, reserve, reserve + (steps + above) * PRICE_STEP)
-    return tuple(
-        Rung(nodes=k, gpus=k * g, price=price)
-        for k, price in zip(n.tolist(), prices.tolist(), strict=True)
-    )
+    return tuple(map(Rung, n.tolist(), (n * g).tolist(), prices.tolist()))
 
 
 def _payments(
     island: IslandInput,
     units: Sequence[Unit],
+    prices: Ints,
     sizes: Ints,
     values: Ints,
     chosen: npt.NDArray[np.bool_],
@@ -139,10 +143,11 @@ def _payments(
     workers: int,
 ) -> tuple[dict[str, ClusterClearing], CorePayments]:
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
-    names = sorted({u.cluster for u in units} | {hold.cluster for hold in island.protected})
+    owners = [u.cluster for u in units]
+    names = sorted({*owners, *(hold.cluster for hold in island.protected)})
     code = {name: k for k, name in enumerate(names)}
     count = len(names)
-    cluster = np.array([code[u.cluster] for u in units], dtype=np.int64)
+    cluster = np.fromiter(map(code.__getitem__, owners), dtype=np.int64, count=len(owners))
     won_nodes = np.zeros(count, dtype=np.int64)
     won_value = np.zeros(count, dtype=np.int64)
     np.add.at(won_nodes, cluster[chosen], sizes[chosen])
@@ -191,11 +196,12 @@ def _payments(
     # what the receipts cite (receipts.py): the units behind each payment
     free = supply - int(sizes[chosen].sum())
     reach = free + int((won_nodes + protected_nodes).max(initial=0))
-    tracer = Tracer(units, sizes, values, cluster, chosen, won_nodes, won_value, supply, reach)
+    tracer = Tracer(prices, sizes, values, cluster, chosen, won_nodes, won_value, supply, reach)
     none = np.empty(0, dtype=np.int64)
 
-    def traced(c: int) -> ClusterClearing:
-        """Cluster c's payments and the demand its VCG and protected payments cite."""
+    def traced(c: int) -> dict[str, Any]:
+        """Cluster c's payments but the core's, and the demand its VCG and protected payments
+        cite: the fields of its `ClusterClearing`, made once the core is found (below)."""
         k, p = int(won_nodes[c]), int(protected_nodes[c])
         floor = reserve * k * g
         entering, leaving = none, none
@@ -212,17 +218,16 @@ def _payments(
                     c, entering, leaving, p, int(without[row[c], 0]), int(without[row[c], 1])
                 )
             )
-        return ClusterClearing(
-            won_nodes=k,
-            protected_nodes=p,
-            gpus=(k + p) * g,
-            vcg=floor + vcg[c] if k else 0,
-            core=0,  # the core's, once it is found (below)
-            protected=protected,
-            displaced=tracer.levels(entering, leaving),
-            protected_displaced=protected_displaced,
-            capped=capped,
-        )
+        return {
+            "won_nodes": k,
+            "protected_nodes": p,
+            "gpus": (k + p) * g,
+            "vcg": floor + vcg[c] if k else 0,
+            "protected": protected,
+            "displaced": tracer.levels(entering, leaving),
+            "protected_displaced": protected_displaced,
+            "capped": capped,
+        }
 
     found = {c: traced(c) for c in queried.tolist()}
     core_found = core_running.result()
@@ -237,10 +242,10 @@ def _payments(
     paid = {others: sum(core[t] for t in others) for others in dict.fromkeys(left_out.values())}
     coalitions = {others: tracer.coalition(others, paid[others]) for others in paid}
     result: dict[str, ClusterClearing] = {}
-    for c, clearing in found.items():
-        k = clearing.won_nodes
-        result[names[c]] = replace(
-            clearing,
+    for c, fields in found.items():
+        k = fields["won_nodes"]
+        result[names[c]] = ClusterClearing(
+            **fields,
             core=reserve * k * g + core[c] if k else 0,
             coalition=coalitions[left_out[c]] if c in left_out else None,
         )

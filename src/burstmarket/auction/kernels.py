@@ -101,6 +101,15 @@ def _concave_step(table: Ints, size: int, gains: Ints, scratch: Ints) -> None:
 
 
 @_compiled
+def dominated(sizes: Ints, values: Ints, supply: int) -> npt.NDArray[np.bool_]:
+    """allocation.dominated: at least `supply` single-node units bid more per node."""
+    per_node = values // np.maximum(sizes, 1)
+    singles = np.sort(per_node[sizes == 1])
+    above = len(singles) - np.searchsorted(singles, per_node, side="right")
+    return above >= supply
+
+
+@_compiled
 def optima(
     sizes: Ints, values: Ints, supply: int, bidding: npt.NDArray[np.bool_]
 ) -> tuple[Ints, npt.NDArray[np.uint8], Ints]:
@@ -109,15 +118,16 @@ def optima(
 
     Units are added youngest first; adding unit i records, per capacity x, whether an optimum
     over it and the younger units holds it: value + table[x − size] ≥ table[x] (ties: hold it).
-    `bits[i]` is that verdict packed eight capacities to a byte, lowest bit first. A unit left
-    out, or larger than the supply, is never held: its bits stay 0.
+    `bits[i]` is that verdict packed eight capacities to a byte, lowest bit first, the row
+    padded to whole 64-bit words (`walk_bits` reads it a word at a time). A unit left out, or
+    larger than the supply, is never held: its bits stay 0.
 
     While the younger units fit together in fewer than `supply` nodes, the table is flat past
     their total (every one of them fits) and unit i is held on every capacity from that total
     plus its size up: `always[i]`, past which its bits are neither computed nor read.
     """
     table = np.zeros(supply + 1, dtype=np.int64)
-    bits = np.zeros((len(sizes), (supply + 8) // 8), dtype=np.uint8)
+    bits = np.zeros((len(sizes), (supply + 64) // 64 * 8), dtype=np.uint8)
     always = np.full(len(sizes), supply + 1, dtype=np.int64)
     top = 0  # table[x] for x > top is table[top]
     for i in range(len(sizes) - 1, -1, -1):
@@ -260,35 +270,99 @@ def values_without(
 
 @_compiled
 def walk_bits(
-    bits: npt.NDArray[np.uint8], always: Ints, sizes: Ints, capacity: int, probes: Ints
+    bits: npt.NDArray[np.uint64], always: Ints, sizes: Ints, capacity: int, probes: Ints
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int8]]:
-    """Decide the units oldest first from their bits (see `optima`), at `capacity` and,
-    alongside, at each probe capacity. A probe leaves the walk at the first unit on which its
-    decision differs: 1 if the probe's optimum holds that unit (and the main one does not), 0 if
-    the other way round; a probe that never differs reads 1."""
-    count = len(sizes)
+    """Decide the units oldest first from their bits (see `optima`; here each row read as
+    64-bit words, capacity x at bit x & 63 of word x >> 6), at `capacity` and, alongside, at
+    each probe capacity (at most `capacity`). A probe leaves the walk at the first unit on which
+    its decision differs: 1 if the probe's optimum holds that unit (and the main one does not),
+    0 if the other way round; a probe that never differs reads 1.
+
+    Until it leaves, a probe takes what the main walk takes, so its room stays the main room
+    less a fixed amount: the probes still walking are one bit mask over rooms, shifted down by
+    a unit's size when the walk takes it, and a unit is decided for all of them a word at a
+    time (one comparison of the unit's bits with its main decision) instead of once per probe.
+    """
+    count, words = len(sizes), bits.shape[1]
     chosen = np.zeros(count, dtype=np.bool_)
-    verdict = np.ones(len(probes), dtype=np.int8)
-    left = probes.copy()
-    open_ = np.ones(len(probes), dtype=np.bool_)
+    walking = np.zeros(words, dtype=np.uint64)
+    """Bit x: a probe still walking has room x now."""
+    left_at = np.ones(words * 64, dtype=np.int8)
+    """By a probe's capacity: the verdict it left with (1 while it walks)."""
+    open_count = 0
+    for at in probes:
+        word, bit = at >> 6, np.uint64(1) << np.uint64(at & 63)
+        if walking[word] & bit == 0:
+            walking[word] |= bit
+            open_count += 1
     room = capacity
+    ones = ~np.uint64(0)
     for i in range(count):
-        size = sizes[i]
-        take = room >= size and (room >= always[i] or (bits[i, room >> 3] >> (room & 7)) & 1 == 1)
+        size, held_from = sizes[i], always[i]
+        take = room >= size and (
+            room >= held_from or (bits[i, room >> 6] >> np.uint64(room & 63)) & np.uint64(1) == 1
+        )
         chosen[i] = take
-        for k in range(len(probes)):
-            if not open_[k]:
+        if open_count == 0:
+            if take:
+                room -= size
+            continue
+        taken = capacity - room
+        for w in range(min(words, (room >> 6) + 1)):
+            still = walking[w]
+            if still == 0:
                 continue
-            at = left[k]
-            probe_take = at >= size and (at >= always[i] or (bits[i, at >> 3] >> (at & 7)) & 1 == 1)
-            if probe_take != take:
-                verdict[k] = 1 if probe_take else 0
-                open_[k] = False
-            elif take:
-                left[k] = at - size
+            # the probes' decisions: the unit's bits, and every room from `always` up holds it
+            # (the rows are 0 below its size)
+            low = w * 64
+            if held_from <= low:
+                holds = ones
+            elif held_from >= low + 64:
+                holds = bits[i, w]
+            else:
+                holds = bits[i, w] | (ones << np.uint64(held_from - low))
+            differ = still & ~holds if take else still & holds
+            while differ != 0:
+                lowest = differ & (~differ + np.uint64(1))
+                x = low + _bit_index(lowest)
+                left_at[x + taken] = 0 if take else 1
+                open_count -= 1
+                differ ^= lowest
+                still ^= lowest
+            walking[w] = still
         if take:
+            _shift_down(walking, size)
             room -= size
+    verdict = np.empty(len(probes), dtype=np.int8)
+    for k in range(len(probes)):
+        verdict[k] = left_at[probes[k]]
     return chosen, verdict
+
+
+@_compiled
+def _bit_index(single: np.uint64) -> int:
+    """The position of the one set bit of `single`."""
+    at = 0
+    while single > np.uint64(1):
+        single >>= np.uint64(1)
+        at += 1
+    return at
+
+
+@_compiled
+def _shift_down(mask: npt.NDArray[np.uint64], by: int) -> None:
+    """Every set bit of the multi-word `mask` moves `by` places down (bits below 0 drop)."""
+    step, rest = by >> 6, np.uint64(by & 63)
+    words = len(mask)
+    for w in range(words):
+        source = w + step
+        if source >= words:
+            mask[w] = 0
+            continue
+        moved = mask[source] >> rest
+        if rest != 0 and source + 1 < words:
+            moved |= mask[source + 1] << (np.uint64(64) - rest)
+        mask[w] = moved
 
 
 @_compiled

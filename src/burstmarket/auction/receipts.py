@@ -31,10 +31,11 @@ import numpy.typing as npt
 
 from burstmarket.auction.allocation import dominated, optima
 from burstmarket.auction.kernels import NEG, first_of_each_size
-from burstmarket.auction.types import Coalition, Level, Unit
+from burstmarket.auction.types import Coalition, Level
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+_NONE: Ints = np.empty(0, dtype=np.int64)
 
 _BAND = 128
 """Nodes of the winners a traced allocation may take back before the whole supply is traced (a
@@ -42,11 +43,12 @@ gang coming in displaces a few gangs' worth; the core's separation starts from t
 
 
 class Tracer:
-    """The clearing's units in age order, which of them won, and their clusters' codes."""
+    """The clearing's units in age order (their prices, sizes, values), which of them won, and
+    their clusters' codes."""
 
     def __init__(
         self,
-        units: Sequence[Unit],
+        prices: Ints,
         sizes: Ints,
         values: Ints,
         cluster: Ints,
@@ -57,7 +59,7 @@ class Tracer:
         reach: int,
     ) -> None:
         """`won_nodes`, `won_value`: what each cluster won, by code (the payments' own)."""
-        self.prices = np.array([u.price for u in units], dtype=np.int64)
+        self.prices = prices
         self.sizes, self.values, self.cluster, self.chosen = sizes, values, cluster, chosen
         self.won_nodes, self.won_value = won_nodes, won_value
         self.supply = supply
@@ -84,10 +86,16 @@ class Tracer:
         """(unit, its cluster's code), the best first."""
         self.smallest_gang = int(sizes[pool][~single].min(initial=supply + reach + 1))
         index = np.arange(len(sizes))
-        # the band's candidates, by size: to bring in, the most valuable first (then the oldest);
-        # to give way, the least valuable first (then the youngest)
-        self.by_value = _Ranked(np.lexsort((index, -values, sizes)), sizes)
-        self.by_cost = _Ranked(np.lexsort((-index, values, sizes)), sizes)
+        # the band's candidates, by size: to bring in, the losing units, the most valuable first
+        # (then the oldest); to give way, the winning ones, the least valuable first (then the
+        # youngest). Ranking each side apart spares every trace a walk past the other side's
+        # units (the winners are the most valuable, and most losers cost less than any winner)
+        by_value = np.lexsort((index, -values, sizes))
+        self.losers_by_value = _Ranked(by_value[~chosen[by_value]], sizes)
+        by_cost = np.lexsort((-index, values, sizes))
+        self.winners_by_cost = _Ranked(by_cost[chosen[by_cost]], sizes)
+        self.cost_rank = np.empty(len(sizes), dtype=np.int64)
+        self.cost_rank[by_cost] = index
         self._coalitions: dict[bytes, Coalition] = {}
 
     def displaced(self, c: int, without: int) -> tuple[Ints, Ints]:
@@ -99,7 +107,7 @@ class Tracer:
         if others + int(self.values[entering].sum()) == without:
             return entering, np.empty(0, dtype=np.int64)
         kept = self.cluster != c
-        return self._reached(kept, self.chosen & kept, room, others, self.supply, without)
+        return self._reached(kept, _NONE, _NONE, room, others, self.supply, without)
 
     def protected(
         self,
@@ -121,10 +129,7 @@ class Tracer:
             if without + int(self.values[added].sum()) == at:
                 return added, np.empty(0, dtype=np.int64)
         others = self.cluster != c
-        base = self.chosen & others
-        base[entering] = True
-        base[leaving] = False
-        return self._reached(others, base, room, without, self.supply + more, at)
+        return self._reached(others, entering, leaving, room, without, self.supply + more, at)
 
     def coalition(self, left_out: Sequence[int], paid: int) -> Coalition:
         """The best allocation without the clusters T = `left_out`, as what it brings in and
@@ -140,7 +145,7 @@ class Tracer:
             room = self.free + int(self.won_nodes[members].sum())
             others = self.chosen_value - int(self.won_value[members].sum())
             entering, leaving = self._reached(
-                kept, self.chosen & kept, room, others, self.supply, others + paid
+                kept, _NONE, _NONE, room, others, self.supply, others + paid
             )
             value = int(self.values[entering].sum()) - int(self.values[leaving].sum())
             self._coalitions[key] = Coalition(self.levels(entering, leaving), value)
@@ -181,29 +186,48 @@ class Tracer:
         return taken_now
 
     def _reached(
-        self, kept: Mask, base: Mask, room: int, value: int, capacity: int, most: int
+        self,
+        kept: Mask,
+        added: Ints,
+        dropped: Ints,
+        room: int,
+        value: int,
+        capacity: int,
+        most: int,
     ) -> tuple[Ints, Ints]:
         """A best allocation of the `kept` units on `capacity` nodes, as the units it adds to
-        `base` (kept units worth `value`, leaving `room` nodes) and those it drops from it.
-        `most`: the best value can be no more (V itself where it is known). Every allocation is
-        worth a multiple of `grain`, so the band's allocation is a best one when it comes within
-        less than that of `most`; else the preferred optimum over the whole supply is traced."""
-        entering, leaving = self._banded(kept, base, room)
+        the base (the kept winners, with the losing units `added` and without the winning ones
+        `dropped`: worth `value`, leaving `room` nodes) and those it drops from it. `most`: the
+        best value can be no more (V itself where it is known). Every allocation is worth a
+        multiple of `grain`, so the band's allocation is a best one when it comes within less
+        than that of `most`; else the preferred optimum over the whole supply is traced."""
+        entering, leaving = self._banded(kept, added, dropped, room)
         reached = value + int(self.values[entering].sum()) - int(self.values[leaving].sum())
         if most - reached < self.grain:
             return entering, leaving
         wide = self._mask(kept, capacity)
+        base = self.chosen & kept
+        base[added] = True
+        base[dropped] = False
         return np.flatnonzero(wide & ~base), np.flatnonzero(base & ~wide)
 
-    def _banded(self, kept: Mask, base: Mask, room: int) -> tuple[Ints, Ints]:
-        """The best allocation of the `kept` units on `room` nodes more than `base` holds that
-        keeps `base` but for at most `_BAND` of its nodes: units to bring in, units to give
-        way. Of one size, a plan brings in the most valuable and gives up the least valuable,
-        so only the first few candidates of each size count (as many as fit)."""
+    def _banded(self, kept: Mask, added: Ints, dropped: Ints, room: int) -> tuple[Ints, Ints]:
+        """The best allocation of the `kept` units on `room` nodes more than the base holds
+        (`_reached`) that keeps the base but for at most `_BAND` of its nodes: units to bring
+        in, units to give way. Of one size, a plan brings in the most valuable and gives up the
+        least valuable, so only the first few candidates of each size count (as many as fit).
+        The candidates taken are those first few of the losing units outside the base and of
+        the winners in it, and every unit `added` or `dropped` (a handful): a superset of the
+        first few of all, which holds the same preferred plan."""
         reach = room + _BAND
-        enter = self.by_value.first(kept & ~base, reach)
-        give = self.by_cost.first(base, _BAND)
-        enter.sort()  # age order, as optima takes units
+        outside = kept.copy()
+        outside[added] = False
+        enter = np.concatenate((self.losers_by_value.first(outside, reach), dropped))
+        enter.sort()  # age order (the units' order), as optima takes units
+        inside = kept.copy()
+        inside[dropped] = False
+        give = np.concatenate((self.winners_by_cost.first(inside, _BAND), added))
+        give = give[np.argsort(self.cost_rank[give])]  # the least valuable first, as ranked
         gains = optima(self.sizes[enter], self.values[enter], reach)
         # giving way: exactly d nodes at the least value, as a knapsack that prefers nodes
         # first: each node is worth `heavy`, more than all the candidates' values together
