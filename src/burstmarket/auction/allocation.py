@@ -27,7 +27,7 @@ from burstmarket.auction.knapsack import Table
 
 @dataclass(frozen=True, slots=True)
 class Decisions:
-    chosen: list[bool]
+    chosen: npt.NDArray[np.bool_]
     """Per unit, in age order: held by the preferred optimum at the capacity walked."""
     probe_wins: dict[int, bool]
     """Per probe capacity: True when its preferred optimum is preferred at the first difference."""
@@ -51,7 +51,7 @@ class Optima:
             np.asarray(probes, dtype=np.int64),
         )
         return Decisions(
-            chosen.tolist(),
+            chosen,
             dict(zip(probes, (bool(v) for v in verdicts.tolist()), strict=True)),
         )
 

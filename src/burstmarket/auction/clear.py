@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from math import isqrt
 from typing import Any, TypeVar
 
@@ -50,18 +50,19 @@ _SPREAD_FROM = 1 << 22
 
 def clear(island: IslandInput, *, workers: int = WORKERS) -> Clearing:
     """`workers`: threads a large island's payments may use (1: the caller's alone)."""
-    bid_too_low = frozenset(u.cluster for u in island.units if u.price < island.reserve_price)
-    units, prices, sizes, values, chosen, best, ladder = _allocate(island)
-    clusters, core = _payments(island, units, prices, sizes, values, chosen, best, workers)
-    winner_ids = {units[i].id for i in np.flatnonzero(chosen).tolist()}
-    winners = tuple(u.id for u in island.units if u.id in winner_ids)
+    a = _allocate(island)
+    clusters, core = _payments(
+        island, a.units, a.prices, a.sizes, a.values, a.chosen, a.best, workers
+    )
+    given = island.units
+    under = np.flatnonzero(a.given_prices < island.reserve_price).tolist()
     return Clearing(
-        winners=winners,
+        winners=tuple(given[i].id for i in np.sort(a.order[a.chosen]).tolist()),
         clusters=clusters,
-        ladder=ladder,
+        ladder=a.ladder,
         stats=_stats(clusters),
-        value=best,
-        bid_too_low=bid_too_low,
+        value=a.best,
+        bid_too_low=frozenset(given[i].cluster for i in under),
         core_rounds=core.rounds,
         core_exact=core.exact,
     )
@@ -70,19 +71,35 @@ def clear(island: IslandInput, *, workers: int = WORKERS) -> Clearing:
 def price_ladder(island: IslandInput) -> tuple[Rung, ...]:
     """The ladder alone (step 9), with no payments: the ladders price the auction the next
     tick would run with it (market/ladder.py)."""
-    return _allocate(island)[-1]
+    return _allocate(island).ladder
 
 
-def _allocate(
-    island: IslandInput,
-) -> tuple[list[Unit], Ints, Ints, Ints, npt.NDArray[np.bool_], int, tuple[Rung, ...]]:
-    """Winner determination and the ladder: the bidding units in age order, their prices,
-    sizes and values, which the preferred optimum holds, its value, and the ladder."""
+@dataclass(frozen=True, slots=True)
+class _Allocation:
+    """Winner determination and the ladder (`_allocate`)."""
+
+    given_prices: Ints
+    """Every unit's price, in the order given."""
+    order: Ints
+    """The bidding units (at or above the reserve) in age order, as indices of those given."""
+    units: list[Unit]
+    prices: Ints
+    sizes: Ints
+    values: Ints
+    """The bidding units in age order, their prices, sizes and values above the reserve."""
+    chosen: npt.NDArray[np.bool_]
+    """Which the preferred optimum holds."""
+    best: int
+    """Its value."""
+    ladder: tuple[Rung, ...]
+
+
+def _allocate(island: IslandInput) -> _Allocation:
     supply, g, reserve = island.nodes, island.gpus_per_node, island.reserve_price
     # age order: older first, equal `since` in the order given (a stable sort)
     given = island.units
-    prices = np.fromiter((u.price for u in given), dtype=np.int64, count=len(given))
-    bidding = np.flatnonzero(prices >= reserve)
+    given_prices = np.fromiter((u.price for u in given), dtype=np.int64, count=len(given))
+    bidding = np.flatnonzero(given_prices >= reserve)
     ages = [given[i].since for i in bidding.tolist()]
     since = np.array(ages)
     if since.dtype.kind == "i":  # the market's ages (ns): sorted with no Python key per unit
@@ -91,14 +108,14 @@ def _allocate(
         bidding = bidding[sorted(range(len(ages)), key=ages.__getitem__)]
     units = [given[i] for i in bidding.tolist()]
     sizes = np.fromiter((u.nodes for u in units), dtype=np.int64, count=len(units))
-    prices = prices[bidding]
+    prices = given_prices[bidding]
     values = (prices - reserve) * sizes * g
 
     found = optima(sizes, values, supply)
     full = found.full
     best = int(full[supply])
     decisions = found.decide(supply, _ladder_probes(full, supply, g))
-    chosen = np.array(decisions.chosen, dtype=np.bool_)
+    chosen = decisions.chosen
     used = int(sizes[chosen].sum())
     probe_wins = dict(decisions.probe_wins)
     # break-even exactly at the reserve with fewer than n nodes free (rare: another optimum packs
@@ -107,7 +124,7 @@ def _allocate(
     if level:
         probe_wins.update(found.decide(supply, level).probe_wins)
     ladder = _ladder(full, supply, g, reserve, supply - used, probe_wins)
-    return units, prices, sizes, values, chosen, best, ladder
+    return _Allocation(given_prices, bidding, units, prices, sizes, values, chosen, best, ladder)
 
 
 def _ladder_probes(full: Table, supply: int, g: int) -> list[int]:

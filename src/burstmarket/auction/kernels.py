@@ -188,21 +188,30 @@ def bundle(groups: Ints, sizes: Ints, values: Ints, count: int) -> tuple[Ints, I
 
 @_compiled
 def first_of_each_size(
-    ranked: Ints, ends: Ints, sizes: Ints, allowed: npt.NDArray[np.bool_], room: int
+    ranked: Ints,
+    ends: Ints,
+    sizes: Ints,
+    cluster: Ints,
+    kept: npt.NDArray[np.bool_],
+    aside: Ints,
+    room: int,
 ) -> Ints:
     """Of the units `ranked` (by size ascending, then as a plan would take those of one size;
-    `ends[k]`: where the size of `ranked[k]` ends), the first room // size `allowed` ones of
-    every size up to `room`: all a plan on `room` nodes can hold of that size, so a knapsack
-    over them is one over them all."""
+    `ends[k]`: where the size of `ranked[k]` ends), the first room // size of every size up to
+    `room` whose cluster is `kept` (by cluster code) and that are not `aside` (sorted): all a
+    plan on `room` nodes can hold of that size, so a knapsack over them is one over them all."""
     out = np.empty(len(ranked), dtype=np.int64)
     made, k = 0, 0
     while k < len(ranked) and sizes[ranked[k]] <= room:
         left, end = room // max(sizes[ranked[k]], 1), ends[k]
         while k < end and left > 0:
-            if allowed[ranked[k]]:
-                out[made] = ranked[k]
-                made += 1
-                left -= 1
+            unit = ranked[k]
+            if kept[cluster[unit]]:
+                at = np.searchsorted(aside, unit)
+                if at == len(aside) or aside[at] != unit:
+                    out[made] = unit
+                    made += 1
+                    left -= 1
             k += 1
         k = end
     return out[:made]

@@ -76,7 +76,7 @@ class Tracer:
         # by size, the most valuable first (then the oldest): of one size, a plan holds the
         # first ones (kernels.first_of_each_size)
         pool = pool[np.lexsort((pool, -values[pool], sizes[pool]))]
-        self.pool = _Ranked(pool, sizes)
+        self.pool = _Ranked(pool, sizes, cluster)
         # VM demand is single nodes: on fewer nodes than the pool's smallest gang, the best
         # is its single nodes taken greedily in the pool's order (value first, then age), with
         # no knapsack to run per cluster
@@ -91,9 +91,9 @@ class Tracer:
         # youngest). Ranking each side apart spares every trace a walk past the other side's
         # units (the winners are the most valuable, and most losers cost less than any winner)
         by_value = np.lexsort((index, -values, sizes))
-        self.losers_by_value = _Ranked(by_value[~chosen[by_value]], sizes)
+        self.losers_by_value = _Ranked(by_value[~chosen[by_value]], sizes, cluster)
         by_cost = np.lexsort((-index, values, sizes))
-        self.winners_by_cost = _Ranked(by_cost[chosen[by_cost]], sizes)
+        self.winners_by_cost = _Ranked(by_cost[chosen[by_cost]], sizes, cluster)
         self.cost_rank = np.empty(len(sizes), dtype=np.int64)
         self.cost_rank[by_cost] = index
         self._coalitions: dict[bytes, Coalition] = {}
@@ -106,8 +106,7 @@ class Tracer:
         entering = self._best_in(c, room, np.empty(0, dtype=np.int64))
         if others + int(self.values[entering].sum()) == without:
             return entering, np.empty(0, dtype=np.int64)
-        kept = self.cluster != c
-        return self._reached(kept, _NONE, _NONE, room, others, self.supply, without)
+        return self._reached(self._but(c), _NONE, _NONE, room, others, self.supply, without)
 
     def protected(
         self,
@@ -128,7 +127,7 @@ class Tracer:
             added = self._best_in(c, room, entering)
             if without + int(self.values[added].sum()) == at:
                 return added, np.empty(0, dtype=np.int64)
-        others = self.cluster != c
+        others = self._but(c)
         return self._reached(others, entering, leaving, room, without, self.supply + more, at)
 
     def coalition(self, left_out: Sequence[int], paid: int) -> Coalition:
@@ -141,7 +140,6 @@ class Tracer:
             members = np.asarray(left_out, dtype=np.int64)
             kept = np.ones(len(self.won_nodes), dtype=np.bool_)
             kept[members] = False
-            kept = kept[self.cluster]
             room = self.free + int(self.won_nodes[members].sum())
             others = self.chosen_value - int(self.won_value[members].sum())
             entering, leaving = self._reached(
@@ -175,15 +173,19 @@ class Tracer:
                 if owner != c and i not in aside:
                     best.append(i)
             return np.array(best, dtype=np.int64)
-        allowed = self.cluster != c
-        allowed[taken] = False
-        pool = self.pool.first(allowed, room)
+        pool = self.pool.first(self._but(c), np.sort(taken), room)
         if not len(pool) or room <= 0:
             return np.empty(0, dtype=np.int64)
         pool.sort()  # age order, as optima takes units
         found = optima(self.sizes[pool], self.values[pool], room).decide(room, [])
-        taken_now: Ints = pool[np.asarray(found.chosen, dtype=np.bool_)]
+        taken_now: Ints = pool[found.chosen]
         return taken_now
+
+    def _but(self, c: int) -> Mask:
+        """Every cluster but c (a mask by cluster code)."""
+        kept = np.ones(len(self.won_nodes), dtype=np.bool_)
+        kept[c] = False
+        return kept
 
     def _reached(
         self,
@@ -195,7 +197,8 @@ class Tracer:
         capacity: int,
         most: int,
     ) -> tuple[Ints, Ints]:
-        """A best allocation of the `kept` units on `capacity` nodes, as the units it adds to
+        """A best allocation of the units of the `kept` clusters (a mask by cluster code) on
+        `capacity` nodes, as the units it adds to
         the base (the kept winners, with the losing units `added` and without the winning ones
         `dropped`: worth `value`, leaving `room` nodes) and those it drops from it. `most`: the
         best value can be no more (V itself where it is known). Every allocation is worth a
@@ -205,28 +208,25 @@ class Tracer:
         reached = value + int(self.values[entering].sum()) - int(self.values[leaving].sum())
         if most - reached < self.grain:
             return entering, leaving
-        wide = self._mask(kept, capacity)
-        base = self.chosen & kept
+        units = kept[self.cluster]
+        wide = self._mask(units, capacity)
+        base = self.chosen & units
         base[added] = True
         base[dropped] = False
         return np.flatnonzero(wide & ~base), np.flatnonzero(base & ~wide)
 
     def _banded(self, kept: Mask, added: Ints, dropped: Ints, room: int) -> tuple[Ints, Ints]:
-        """The best allocation of the `kept` units on `room` nodes more than the base holds
-        (`_reached`) that keeps the base but for at most `_BAND` of its nodes: units to bring
-        in, units to give way. Of one size, a plan brings in the most valuable and gives up the
+        """The best allocation of the `kept` clusters' units on `room` nodes more than the base
+        holds (`_reached`) that keeps the base but for at most `_BAND` of its nodes: units to
+        bring in, units to give way. Of one size, a plan brings in the most valuable and gives up the
         least valuable, so only the first few candidates of each size count (as many as fit).
         The candidates taken are those first few of the losing units outside the base and of
         the winners in it, and every unit `added` or `dropped` (a handful): a superset of the
         first few of all, which holds the same preferred plan."""
         reach = room + _BAND
-        outside = kept.copy()
-        outside[added] = False
-        enter = np.concatenate((self.losers_by_value.first(outside, reach), dropped))
+        enter = np.concatenate((self.losers_by_value.first(kept, np.sort(added), reach), dropped))
         enter.sort()  # age order (the units' order), as optima takes units
-        inside = kept.copy()
-        inside[dropped] = False
-        give = np.concatenate((self.winners_by_cost.first(inside, _BAND), added))
+        give = np.concatenate((self.winners_by_cost.first(kept, np.sort(dropped), _BAND), added))
         give = give[np.argsort(self.cost_rank[give])]  # the least valuable first, as ranked
         gains = optima(self.sizes[enter], self.values[enter], reach)
         # giving way: exactly d nodes at the least value, as a knapsack that prefers nodes
@@ -237,8 +237,8 @@ class Tracer:
         exact = costs.full > heavy * (d - 1)  # some candidates add up to exactly d nodes
         net = np.where(exact, gains.full[room + d] - (heavy * d - costs.full), NEG)
         best = int(np.argmax(net))  # the fewest nodes given way among the best
-        entering = enter[np.asarray(gains.decide(room + best, []).chosen, dtype=np.bool_)]
-        leaving = give[np.asarray(costs.decide(best, []).chosen, dtype=np.bool_)]
+        entering = enter[gains.decide(room + best, []).chosen]
+        leaving = give[costs.decide(best, []).chosen]
         return entering, leaving
 
     def _mask(self, kept: Mask, capacity: int) -> Mask:
@@ -247,18 +247,21 @@ class Tracer:
         mask = np.zeros(len(kept), dtype=np.bool_)
         if len(index) and capacity > 0:
             found = optima(self.sizes[index], self.values[index], capacity).decide(capacity, [])
-            mask[index[np.asarray(found.chosen, dtype=np.bool_)]] = True
+            mask[index[found.chosen]] = True
         return mask
 
 
 class _Ranked:
     """Units by size ascending, then as a plan would take those of one size."""
 
-    def __init__(self, ranked: Ints, sizes: Ints) -> None:
-        self.ranked, self.sizes = ranked, sizes
+    def __init__(self, ranked: Ints, sizes: Ints, cluster: Ints) -> None:
+        self.ranked, self.sizes, self.cluster = ranked, sizes, cluster
         size = sizes[ranked]
         self.ends = np.searchsorted(size, size, side="right")
 
-    def first(self, allowed: Mask, room: int) -> Ints:
-        """The `allowed` units a plan on `room` nodes can hold of each size, the first ones."""
-        return first_of_each_size(self.ranked, self.ends, self.sizes, allowed, room)
+    def first(self, kept: Mask, aside: Ints, room: int) -> Ints:
+        """The units of the `kept` clusters (a mask by cluster code) but those `aside`
+        (sorted) a plan on `room` nodes can hold of each size, the first ones."""
+        return first_of_each_size(
+            self.ranked, self.ends, self.sizes, self.cluster, kept, aside, room
+        )
