@@ -218,8 +218,9 @@ class Tracer:
     def _banded(self, kept: Mask, added: Ints, dropped: Ints, room: int) -> tuple[Ints, Ints]:
         """The best allocation of the `kept` clusters' units on `room` nodes more than the base
         holds (`_reached`) that keeps the base but for at most `_BAND` of its nodes: units to
-        bring in, units to give way. Of one size, a plan brings in the most valuable and gives up the
-        least valuable, so only the first few candidates of each size count (as many as fit).
+        bring in, units to give way. Of one size, a plan brings in the most valuable and gives
+        up the least valuable, so only the first few candidates of each size count (as many as
+        fit).
         The candidates taken are those first few of the losing units outside the base and of
         the winners in it, and every unit `added` or `dropped` (a handful): a superset of the
         first few of all, which holds the same preferred plan."""
