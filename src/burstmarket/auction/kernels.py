@@ -103,8 +103,11 @@ def _concave_step(table: Ints, size: int, gains: Ints, scratch: Ints) -> None:
 @_compiled
 def dominated(sizes: Ints, values: Ints, supply: int) -> npt.NDArray[np.bool_]:
     """allocation.dominated: at least `supply` single-node units bid more per node."""
+    singles = values[sizes == 1]
+    if len(singles) < supply:  # too few singles to dominate anything
+        return np.zeros(len(sizes), dtype=np.bool_)
+    singles.sort()
     per_node = values // np.maximum(sizes, 1)
-    singles = np.sort(per_node[sizes == 1])
     above = len(singles) - np.searchsorted(singles, per_node, side="right")
     return above >= supply
 
