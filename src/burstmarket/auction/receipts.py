@@ -198,9 +198,9 @@ class Tracer:
         most: int,
     ) -> tuple[Ints, Ints]:
         """A best allocation of the units of the `kept` clusters (a mask by cluster code) on
-        `capacity` nodes, as the units it adds to
-        the base (the kept winners, with the losing units `added` and without the winning ones
-        `dropped`: worth `value`, leaving `room` nodes) and those it drops from it. `most`: the
+        `capacity` nodes, as the units it adds to the base (the kept winners, with the losing
+        units `added` and without the winning ones `dropped`: worth `value`, leaving `room`
+        nodes) and those it drops from it. `most`: the
         best value can be no more (V itself where it is known). Every allocation is worth a
         multiple of `grain`, so the band's allocation is a best one when it comes within less
         than that of `most`; else the preferred optimum over the whole supply is traced."""
@@ -220,10 +220,9 @@ class Tracer:
         holds (`_reached`) that keeps the base but for at most `_BAND` of its nodes: units to
         bring in, units to give way. Of one size, a plan brings in the most valuable and gives
         up the least valuable, so only the first few candidates of each size count (as many as
-        fit).
-        The candidates taken are those first few of the losing units outside the base and of
-        the winners in it, and every unit `added` or `dropped` (a handful): a superset of the
-        first few of all, which holds the same preferred plan."""
+        fit): here the first few of the losing units outside the base and of the winners in it,
+        and every unit `added` or `dropped` (a handful), a superset of the first few of all
+        units, which holds the same preferred plan."""
         reach = room + _BAND
         enter = np.concatenate((self.losers_by_value.first(kept, np.sort(added), reach), dropped))
         enter.sort()  # age order (the units' order), as optima takes units
