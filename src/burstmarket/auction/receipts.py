@@ -200,10 +200,10 @@ class Tracer:
         """A best allocation of the units of the `kept` clusters (a mask by cluster code) on
         `capacity` nodes, as the units it adds to the base (the kept winners, with the losing
         units `added` and without the winning ones `dropped`: worth `value`, leaving `room`
-        nodes) and those it drops from it. `most`: the
-        best value can be no more (V itself where it is known). Every allocation is worth a
-        multiple of `grain`, so the band's allocation is a best one when it comes within less
-        than that of `most`; else the preferred optimum over the whole supply is traced."""
+        nodes) and those it drops from it. `most`: the best value can be no more (V itself
+        where it is known). Every allocation is worth a multiple of `grain`, so the band's
+        allocation is a best one when it comes within less than that of `most`; else the
+        preferred optimum over the whole supply is traced."""
         entering, leaving = self._banded(kept, added, dropped, room)
         reached = value + int(self.values[entering].sum()) - int(self.values[leaving].sum())
         if most - reached < self.grain:
