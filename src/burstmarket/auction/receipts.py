@@ -36,6 +36,7 @@ from burstmarket.auction.types import Coalition, Level
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 _NONE: Ints = np.empty(0, dtype=np.int64)
+"""No units (shared: an empty array has nothing to write)."""
 
 _BAND = 128
 """Nodes of the winners a traced allocation may take back before the whole supply is traced (a
@@ -103,9 +104,9 @@ class Tracer:
         that would not (leaving): V(S, c̄) − O_c is their values' difference."""
         others = self.chosen_value - int(self.won_value[c])
         room = self.free + int(self.won_nodes[c])
-        entering = self._best_in(c, room, np.empty(0, dtype=np.int64))
+        entering = self._best_in(c, room, _NONE)
         if others + int(self.values[entering].sum()) == without:
-            return entering, np.empty(0, dtype=np.int64)
+            return entering, _NONE
         return self._reached(self._but(c), _NONE, _NONE, room, others, self.supply, without)
 
     def protected(
@@ -126,7 +127,7 @@ class Tracer:
         if not len(leaving):
             added = self._best_in(c, room, entering)
             if without + int(self.values[added].sum()) == at:
-                return added, np.empty(0, dtype=np.int64)
+                return added, _NONE
         others = self._but(c)
         return self._reached(others, entering, leaving, room, without, self.supply + more, at)
 
@@ -175,7 +176,7 @@ class Tracer:
             return np.array(best, dtype=np.int64)
         pool = self.pool.first(self._but(c), np.sort(taken), room)
         if not len(pool) or room <= 0:
-            return np.empty(0, dtype=np.int64)
+            return _NONE
         pool.sort()  # age order, as optima takes units
         found = optima(self.sizes[pool], self.values[pool], room).decide(room, [])
         taken_now: Ints = pool[found.chosen]
