@@ -54,6 +54,29 @@ def test_latest_stats_and_ladder_from_memory_and_after_a_restart_from_the_store(
         assert rates["rates"] == [{"gpus": 8, "rate": 2.0001}]
 
 
+def test_rates_answer_the_tick_just_committed_before_its_read_back(server: FeedServer) -> None:
+    """The rates row is read back from the store after the commit (no tick carries it); a REST
+    answer in between must be the committed tick's, not the one before it held in memory."""
+    server.tick("east", 1, holdings={"a": (8, "2.0001")})
+    before = get(server, "/api/market/rates", island="east")
+    assert before.json()["tick"] == 1
+    assert server.loop is not None
+    reading = next(task for task in server.feed._tasks if task.get_name() == "feed-sql")
+    server.loop.call_soon_threadsafe(reading.cancel)  # the read-back of tick 2 never comes
+    server.tick("east", 2, holdings={"a": (8, "2.0001"), "b": (16, "1.75")})
+    after = get(server, "/api/market/rates", island="east")
+    assert after.json()["tick"] == 2
+    assert after.json()["rates"] == [{"gpus": 8, "rate": 2.0001}, {"gpus": 16, "rate": 1.75}]
+    revalidated = httpx.get(
+        f"{server.url}/api/market/rates",
+        params={"island": "east"},
+        headers={"If-None-Match": before.headers["etag"]},
+        timeout=10,
+    )
+    assert revalidated.status_code == 200
+    assert revalidated.headers["etag"] == after.headers["etag"] != before.headers["etag"]
+
+
 @pytest.mark.parametrize(
     ("path", "params", "status", "code", "field"),
     [

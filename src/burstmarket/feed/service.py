@@ -208,15 +208,20 @@ class FeedService:
         raise UnknownIsland(f"there is no island {island!r}", island=island)
 
     async def latest(self, spec: FeedSpec, island: str) -> Row:
-        """The newest row of a feed for one island: from memory, else from the source once."""
+        """The newest row of a feed for one island: from memory when it is the island's latest
+        tick, else from the source. A feed no tick carries (rates) is read back after the commit
+        (feed/feed.py), so between the two the memory holds the tick before; the answer is the
+        committed tick all the same, and never lags the tick an operator's call just ran."""
         tick, _ = await self.island(island)
         row = self._hub.latest.get(spec.channel_for(island))
-        if row is not None:
+        if row is not None and row.tick >= tick:
             return row
         rows = await self._source.rows(spec, island, tick, tick)
-        if not rows:
-            raise NotTickedYet(f"no {spec.name} for island {island!r} yet", island=island)
-        return self._hub.remember(rows[0])
+        if rows:
+            return self._hub.remember(rows[0])
+        if row is not None:  # an edge: the bus has this feed's row of the tick on its way
+            return row
+        raise NotTickedYet(f"no {spec.name} for island {island!r} yet", island=island)
 
     async def resolve(self, channel: str) -> tuple[FeedSpec, str]:
         """The feed and island a channel names (the island must have ticked)."""
