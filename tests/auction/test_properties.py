@@ -178,15 +178,16 @@ def worth(levels: tuple[Level, ...], reserve: int, g: int) -> int:
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(islands(), st.sampled_from([receipts._BAND, 0]))
+@given(islands(), st.sampled_from([receipts._BANDS, (1, 4), (0,)]))
 def test_receipts_cite_demand_worth_what_the_oracle_says_it_explains(
-    island: IslandInput, band: int
+    island: IslandInput, bands: tuple[int, ...]
 ) -> None:
     """The displaced units are worth V(S, c̄) − O_c, the protected nodes' V(S + P_c, c̄) −
-    V(S, c̄), and the core's coalition β_T of a set T of winners that c is in. With a band of 0
-    nodes every trace the first check misses is made over the whole supply."""
+    V(S, c̄), and the core's coalition β_T of a set T of winners that c is in. Bands of 1 then 4
+    nodes often fall short and widen; with a band of 0 nodes every trace the first check
+    misses is made over the whole supply."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(receipts, "_BAND", band)
+        patch.setattr(receipts, "_BANDS", bands)
         result = clear(island)
     want = expected(island)
     r, g, supply = island.reserve_price, island.gpus_per_node, island.nodes

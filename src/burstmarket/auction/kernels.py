@@ -358,6 +358,57 @@ def walk_bits(
 
 
 @_compiled
+def preferred(sizes: Ints, values: Ints, capacity: int) -> npt.NDArray[np.bool_]:
+    """The preferred optimum (age tie-break) of units in age order on `capacity` nodes, as a
+    mask: allocation.optima(…).decide(capacity) in one call (the receipts make thousands of
+    these small knapsacks, where the calls between Python and here cost more than the cells)."""
+    bidding = ~dominated(sizes, values, capacity)
+    _, bits, always = optima(sizes, values, capacity, bidding)
+    return _walk(bits, always, sizes, capacity)
+
+
+@_compiled
+def band(
+    enter: Ints, give: Ints, sizes: Ints, values: Ints, room: int, most: int
+) -> tuple[Ints, Ints]:
+    """receipts.Tracer._banded's two knapsacks in one call: of the candidates `enter` (in age
+    order) on `room` nodes plus the d given back, and of `give` (the least valuable first)
+    giving exactly d ≤ `most` nodes at the least value, the best net plan, the fewest nodes
+    given way among the best: the units brought in, and those given way."""
+    reach = room + most
+    in_sizes, in_values = sizes[enter], values[enter]
+    gains, in_bits, in_always = optima(
+        in_sizes, in_values, reach, ~dominated(in_sizes, in_values, reach)
+    )
+    # giving way as a knapsack that prefers nodes first: each node is worth `heavy`, more than
+    # all the candidates' values together, so the best on d nodes fills exactly d if it can
+    out_sizes = sizes[give]
+    heavy = values[give].sum() + 1
+    out_values = heavy * out_sizes - values[give]
+    costs, out_bits, out_always = optima(
+        out_sizes, out_values, most, ~dominated(out_sizes, out_values, most)
+    )
+    best, top = 0, NEG
+    for d in range(most + 1):
+        if costs[d] > heavy * (d - 1):  # some candidates add up to exactly d nodes
+            net = gains[room + d] - (heavy * d - costs[d])
+            if net > top:
+                best, top = d, net
+    taken = _walk(in_bits, in_always, in_sizes, room + best)
+    given = _walk(out_bits, out_always, out_sizes, best)
+    return enter[taken], give[given]
+
+
+@_compiled
+def _walk(
+    bits: npt.NDArray[np.uint8], always: Ints, sizes: Ints, capacity: int
+) -> npt.NDArray[np.bool_]:
+    """The preferred optimum at `capacity` from `optima`'s bits (no probes)."""
+    chosen, _ = walk_bits(bits.view(np.uint64), always, sizes, capacity, np.empty(0, np.int64))
+    return chosen
+
+
+@_compiled
 def _bit_index(single: np.uint64) -> int:
     """The position of the one set bit of `single`."""
     at = 0
