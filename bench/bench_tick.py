@@ -1,6 +1,6 @@
 """A whole tick end to end on a large island (2,000 nodes by default). Prints figures.
 
-    .venv/bin/python bench/bench_tick.py [ticks] [--nodes N] [--clusters N]
+    .venv/bin/python bench/bench_tick.py [ticks] [--nodes N] [--clusters N] [--day-behind]
 
 By default 1,000 VM clusters each declare 5 nodes (5,000 single-node units) at prices spread
 over 1.00-9.99 USD per GPU-hour on a 2,000-node island of 8 GPUs (reserve 1.0), in a real
@@ -13,7 +13,8 @@ engine costs, in wall time and in the process's CPU time (all its threads: on a 
 the wall time also counts other processes' turns), and where the own work's wall time went: read
 the input, the rules (run_tick beside the clearing: demand, windows, apply, billing, the ladders),
 write and commit, the rest. The goal: the tick's own work no more than the clearing (own/clear
-CPU <= 1).
+CPU <= 1). `--day-behind` runs the same ticks on a market that has billed every cluster for a
+day, each under a spend limit, as a live one has after its first day.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def timed_clear(island: IslandInput) -> Clearing:
     return result
 
 
-def build(data_dir: Path, nodes: int, clusters: int) -> Market:
+def build(data_dir: Path, nodes: int, clusters: int, day_behind: bool) -> Market:
     settings = Settings(clock="manual", data_dir=data_dir, tick_seconds=3600)
     db = Database(settings.database_path)
     clock = ManualClock(1_800_000_000 * 1_000_000_000)
@@ -74,13 +75,35 @@ def build(data_dir: Path, nodes: int, clusters: int) -> Market:
             """,
             {"gpus": NODES_EACH * G, "nodes": NODES_EACH, "clusters": clusters},
         )
+        if day_behind:
+            behind(cur, clock.now_ns())
     return Market(db, clock, settings)  # reads the balance deposited above
 
 
-def main(ticks: int, nodes: int, clusters: int) -> None:
+def behind(cur: Any, now: int) -> None:
+    """A day of market behind the island: every cluster has a daily spend limit (far above
+    what it spends) and a window opened 20 hours ago, and the ledger a charge per cluster for
+    every 10-second tick of the last 24 hours."""
+    cur.execute(
+        "UPDATE clusters SET spend_limit = 1e12::HUGEINT, spend_window_start = $since",
+        {"since": now - 20 * NS_PER_HOUR},
+    )
+    cur.execute(
+        """
+        INSERT INTO ledger (ts, account, cluster, island, kind, gpus, gpu_ms, units)
+        SELECT $start + t * 10_000_000_000, 'bench', c.id, 'big', 'charge', 40, 400_000,
+               1_000_000
+        FROM range(8640) r(t), clusters c
+        ORDER BY 1
+        """,
+        {"start": now - 24 * NS_PER_HOUR},
+    )
+
+
+def main(ticks: int, nodes: int, clusters: int, day_behind: bool) -> None:
     tick_clearing.clear = timed_clear  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
-        market = build(Path(tmp), nodes, clusters)
+        market = build(Path(tmp), nodes, clusters, day_behind)
         # as the service does once started (api/app.py): what exists at start stays out of the
         # collector's full passes
         gc.collect()
@@ -144,5 +167,10 @@ if __name__ == "__main__":
     parser.add_argument("ticks", nargs="?", type=int, default=5)
     parser.add_argument("--nodes", type=int, default=2_000)
     parser.add_argument("--clusters", type=int, default=1_000)
+    parser.add_argument(
+        "--day-behind",
+        action="store_true",
+        help="spend limits, and a day of every cluster's 10-second billing in the ledger",
+    )
     args = parser.parse_args()
-    main(args.ticks, args.nodes, args.clusters)
+    main(args.ticks, args.nodes, args.clusters, args.day_behind)

@@ -1,5 +1,6 @@
 """The market's figures kept in memory: each island's last tick and its clusters' rates, each
-account's balance, the clusters' token hashes and the last order of acceptance given to demand.
+account's balance, each cluster's spend window (its start and what it has spent since), the
+clusters' token hashes and the last order of acceptance given to demand.
 
 They are read from the store once, at start. Each changes only after the rows it follows are
 committed, by whoever committed them, still holding the writer (so the next write sees it);
@@ -13,7 +14,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from burstmarket.market.ledger import BALANCE, Billed, Entry
+from burstmarket.market.ledger import BALANCE, SPENT, Billed, Entry
 from burstmarket.market.own_ladder import OwnRung
 from burstmarket.store.rows import Cursor, fetch
 
@@ -26,6 +27,14 @@ def token_hash(token: str) -> str:
 class LastTick:
     tick: int
     time: int
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A cluster's rolling spend window: its start, and the ledger units billed since."""
+
+    since: int
+    units: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,12 @@ class Figures:
             self._rates.setdefault(row["island"], {})[row["cluster"]] = row["rate"]
         balances = fetch(cur, "balances", kinds=list(BALANCE))
         self._balances = {row["account"]: int(row["units"]) for row in balances}
+        self._windows = {
+            row["cluster"]: Window(row["since"], int(row["units"]))
+            for row in fetch(cur, "spend_windows", kinds=list(SPENT))
+        }
+        """Cluster -> its spend window: a tick reads what it spent from here, as summing the
+        ledger over the window (a day of every cluster's billing) took longer than the tick."""
         self._tokens = {row["token_hash"]: row["id"] for row in fetch(cur, "cluster_tokens")}
         self._seq = int(fetch(cur, "demand_seq")[0]["seq"])
         self._own: dict[str, OwnLadders] = {}
@@ -81,6 +96,11 @@ class Figures:
     def balance(self, account: str) -> int:
         """Credit left in ledger units (at or below zero: billing hold)."""
         return self._balances.get(account, 0)
+
+    def spend_windows(self) -> dict[str, Window]:
+        """Every cluster's spend window (a copy): take it holding the writer, to read it as of
+        the same commit as a snapshot taken then."""
+        return dict(self._windows)
 
     def billed(self, island: str) -> Billed | None:
         """How far the island's market billing has gone: the interval its last tick billed in
@@ -113,10 +133,22 @@ class Figures:
         self._tokens[token_hash(token)] = cluster
 
     def fold(self, entries: Iterable[Entry]) -> None:
-        """Committed ledger rows into the balances."""
+        """Committed ledger rows into the balances and the spend windows."""
+        windows = self._windows
         for e in entries:
             if e.kind in BALANCE:
                 self._balances[e.account] = self._balances.get(e.account, 0) - e.units
+            if e.kind in SPENT and e.cluster is not None:
+                window = windows.get(e.cluster)
+                if window is not None and e.at >= window.since:
+                    windows[e.cluster] = Window(window.since, window.units + e.units)
+
+    def opened(self, since: int, spent: dict[str, int]) -> None:
+        """Spend windows a tick opened at `since`, and what each cluster has spent since then as
+        the store holds it once the tick committed (the tick's rows and any committed while it
+        ran): a window is never carried over from the one before."""
+        for cluster, units in spent.items():
+            self._windows[cluster] = Window(since, units)
 
     def ticked(
         self, island: str, last: LastTick, rates: dict[str, int], own: OwnLadders | None = None

@@ -39,6 +39,8 @@ WIRE: Final = "wire"
 BILLED = (CHARGE, REFUND, HOLD, BASE_LOAD)
 BALANCE = (DEPOSIT, *BILLED, SECURITY_DEPOSIT, DEPOSIT_RETURN, WIRE)
 """The kinds the credit balance is the (negated) sum of."""
+SPENT = (CHARGE, REFUND, HOLD)
+"""The kinds a cluster's spend window sums: its market billing (base load is bought apart)."""
 
 
 @dataclass(frozen=True, slots=True)

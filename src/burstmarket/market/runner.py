@@ -31,10 +31,10 @@ from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
 from burstmarket.market.auction_record import bid_batch
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
-from burstmarket.market.figures import Figures, LastTick, OwnLadders
+from burstmarket.market.figures import Figures, LastTick, OwnLadders, Window
 from burstmarket.market.hot import Hot
 from burstmarket.market.ladder import LadderRung
-from burstmarket.market.ledger import CHARGE, Billed, scale_down
+from burstmarket.market.ledger import CHARGE, SPENT, Billed, scale_down
 from burstmarket.market.lock import MarketLock
 from burstmarket.market.lookups import billing_hold_since, read_island
 from burstmarket.market.model import (
@@ -76,7 +76,7 @@ from burstmarket.market.tables import (
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import micros_to_decimal, units_to_usd, usd
 from burstmarket.store import Database
-from burstmarket.store.rows import Cursor, fetch, fetch_rows, run
+from burstmarket.store.rows import Cursor, fetch, fetch_one, fetch_rows, run
 from burstmarket.store.table import scaled_decimals
 
 
@@ -105,11 +105,12 @@ class TickRunner:
             last = figures.last(island_id)
             number = 1 if last is None else last.tick + 1
             billed = figures.billed(island_id)
+            windows = figures.spend_windows()  # as of the snapshot: no commit in between
             snapshot = self._db.snapshot()
             self._lock.start_tick(island_id)
         try:
             with snapshot as cur:
-                inp = self._tick_input(cur, island_id, number, at, billed)
+                inp = self._tick_input(cur, island_id, number, at, billed, windows)
             read = perf_counter()
             before = {cid: standing(c) for cid, c in inp.clusters.items()}
             out = run_tick(inp)
@@ -122,9 +123,12 @@ class TickRunner:
                 with self._db.write() as cur:
                     self._late_scale_downs(inp, out, final)
                     _write(cur, inp, out, record_terms=self._terms.get(island_id) != terms)
+                    opened = _opened_windows(cur, out.clusters, windows)
                 self._terms[island_id] = terms  # the last recorded row holds them now
                 figures.ticked(island_id, LastTick(number, at), out.rates, _own(number, at, out))
                 figures.fold(out.ledger)
+                for since, spent in opened.items():
+                    figures.opened(since, spent)
                 self._hot.after_tick(island_id, epoch, list(final.values()), out.clusters)
                 self._clock.ticked(at)  # market time moves with a committed tick only
         finally:
@@ -138,16 +142,24 @@ class TickRunner:
         )
 
     def _tick_input(
-        self, cur: Cursor, island_id: str, number: int, at: int, billed: Billed | None
+        self,
+        cur: Cursor,
+        island_id: str,
+        number: int,
+        at: int,
+        billed: Billed | None,
+        windows: dict[str, Window],
     ) -> TickInput:
         island = read_island(cur, island_id)
         clusters = {
             c.id: c
             for c in CLUSTERS.from_tuples(*fetch_rows(cur, "island_clusters", island=island_id))
         }
-        spent: dict[str, int] = {}
-        if any(c.spend_limit is not None for c in clusters.values()):
-            spent = {r["cluster"]: int(r["units"]) for r in fetch(cur, "spent", island=island_id)}
+        spent = {
+            c.id: _spent(cur, c, windows.get(c.id))
+            for c in clusters.values()
+            if c.spend_limit is not None and c.spend_window_start is not None
+        }
         blocks = [BLOCKS.from_row(r) for r in fetch(cur, "island_blocks", island=island_id)]
         balances = {c.account: self._figures.balance(c.account) for c in clusters.values()}
         return TickInput(
@@ -189,6 +201,37 @@ class TickRunner:
             c, rate = inp.clusters[cluster], out.rates.get(cluster)
             out.ledger += scale_down(c, g, excess, inp.time, rate, billed)
             out.nodes += [n for n in excess if n.id not in changed]
+
+
+def _spent(cur: Cursor, c: Cluster, window: Window | None) -> int:
+    """What the cluster has spent in its window as of the tick's snapshot: the figures keep it
+    for every window a tick opened or the store held at start; a window they do not hold (none
+    should be) is summed from the snapshot's ledger."""
+    since = c.spend_window_start
+    if window is not None and window.since == since:
+        return window.units
+    row = fetch_one(cur, "cluster_spent", cluster=c.id, since=since)
+    return int(row["units"]) if row else 0
+
+
+def _opened_windows(
+    cur: Cursor, changed: Iterable[Cluster], windows: dict[str, Window]
+) -> dict[int, dict[str, int]]:
+    """The spend windows the tick opened (by their start, the tick's time), with what each
+    cluster has spent since as the store holds it inside the tick's transaction: its own rows,
+    and any a declaration committed while it cleared (already folded into the window before)."""
+    opened: dict[int, list[str]] = defaultdict(list)
+    for c in changed:
+        known = windows.get(c.id)
+        since = c.spend_window_start
+        if since is not None and (known is None or known.since != since):
+            opened[since].append(c.id)
+    found: dict[int, dict[str, int]] = {}
+    for since, clusters in opened.items():
+        rows = fetch(cur, "window_spent", since=since, clusters=clusters, kinds=list(SPENT))
+        spent = {row["cluster"]: int(row["units"]) for row in rows}
+        found[since] = {cluster: spent.get(cluster, 0) for cluster in clusters}
+    return found
 
 
 def _may_stop(b: Block, at: int) -> bool:
