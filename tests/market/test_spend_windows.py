@@ -1,8 +1,8 @@
 """Each cluster's spend window is kept in memory (market/figures.py) rather than summed from the
-ledger every tick. On a real DuckDB file, through windows that open, run out after 24 h and
-open again, refunds of declarations between ticks, a limit set halfway and a restart, what the
-figures hold is at every tick the ledger's own sum over the window, and the ticks read it from
-memory (no ledger sum)."""
+ledger by every tick and every declaration. On a real DuckDB file, through windows that open,
+run out after 24 h and open again, refunds of declarations between ticks, a limit set halfway
+and a restart, what the figures hold is at every step the ledger's own sum over the window, and
+neither the ticks nor the spend guard's checks of growing declarations sum the ledger."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from burstmarket.contract import (
     NewCluster,
     SpendLimitChange,
 )
-from burstmarket.market import runner
+from burstmarket.market import figures
 from burstmarket.market.desks import Operator, Tenant
 from burstmarket.market.market import Market
 from burstmarket.money import micros_to_decimal
@@ -59,13 +59,13 @@ def test_the_spend_windows_kept_are_the_ledgers_through_renewals_refunds_and_a_r
     make_market: MakeMarket, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     summed: list[str] = []
-    fetch_one = runner.fetch_one
+    fetch_one = figures.fetch_one
 
     def counted(cur: Any, name: str, /, **params: Any) -> Any:
         summed.append(name)
         return fetch_one(cur, name, **params)
 
-    monkeypatch.setattr(runner, "fetch_one", counted)
+    monkeypatch.setattr(figures, "fetch_one", counted)
     clock = ManualClock(T0)
     market = make_market(clock=clock, tick_seconds=TICK_NS / 1e9)
     operator, tenant = Operator(market), Tenant(market)
@@ -100,7 +100,7 @@ def test_the_spend_windows_kept_are_the_ledgers_through_renewals_refunds_and_a_r
     assert refunded.fetchone()[0] > 0  # type: ignore[index]
     # 80 hours of market (ticks 2 h 40 min apart): every window ran out and opened again thrice
     assert {c: sum(1 for o, _ in starts if o == c) for c in "abc"} == {"a": 4, "b": 4, "c": 4}
-    assert summed == []  # every tick read its windows from memory
+    assert summed == []  # every tick and every check read the windows from memory
     market.db.close()
 
     again = make_market(clock=clock, data_dir=tmp_path, tick_seconds=TICK_NS / 1e9)

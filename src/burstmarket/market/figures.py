@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from burstmarket.market.ledger import BALANCE, SPENT, Billed, Entry
 from burstmarket.market.own_ladder import OwnRung
-from burstmarket.store.rows import Cursor, fetch
+from burstmarket.store.rows import Cursor, fetch, fetch_one
 
 
 def token_hash(token: str) -> str:
@@ -35,6 +35,20 @@ class Window:
 
     since: int
     units: int
+
+
+def spent_since(
+    cur: Cursor, cluster: str, since: int, window: Window | None, written: Iterable[Entry] = ()
+) -> int:
+    """What `cluster` has spent since `since`, the start of its open window: the `window` kept
+    (`Figures.window`) when it is that one, with the rows `written` in the caller's transaction
+    and not committed yet; else (none should be) summed from the ledger as `cur` reads it,
+    those rows included."""
+    if window is None or window.since != since:
+        row = fetch_one(cur, "cluster_spent", cluster=cluster, since=since)
+        return int(row["units"]) if row else 0
+    mine = (e.units for e in written if e.cluster == cluster and e.kind in SPENT and e.at >= since)
+    return window.units + sum(mine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +110,10 @@ class Figures:
     def balance(self, account: str) -> int:
         """Credit left in ledger units (at or below zero: billing hold)."""
         return self._balances.get(account, 0)
+
+    def window(self, cluster: str) -> Window | None:
+        """The cluster's spend window as last committed (None: it never opened one)."""
+        return self._windows.get(cluster)
 
     def spend_windows(self) -> dict[str, Window]:
         """Every cluster's spend window (a copy): take it holding the writer, to read it as of

@@ -99,6 +99,11 @@ class Hot:
         held[:] = [n for n in held if n.id not in gone]
         self.stage_nodes(released, entries)
 
+    def written(self) -> list[Entry]:
+        """Ledger rows the batch in progress has written and not committed yet (none outside a
+        batch: only the writer, holding it, asks)."""
+        return self._committing
+
     def flush(self, cur: Cursor) -> None:
         """Write what is staged (before COMMIT, or before a read of the ledger in the batch)."""
         # ledger first, as everywhere: the money side of a change is written before the change

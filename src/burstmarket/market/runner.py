@@ -31,7 +31,7 @@ from burstmarket.contract import LadderView, TickStats
 from burstmarket.events import TickCommitted
 from burstmarket.market.auction_record import bid_batch
 from burstmarket.market.cluster_ticks import cluster_ticks, standing
-from burstmarket.market.figures import Figures, LastTick, OwnLadders, Window
+from burstmarket.market.figures import Figures, LastTick, OwnLadders, Window, spent_since
 from burstmarket.market.hot import Hot
 from burstmarket.market.ladder import LadderRung
 from burstmarket.market.ledger import CHARGE, SPENT, Billed, scale_down
@@ -76,7 +76,7 @@ from burstmarket.market.tables import (
 from burstmarket.market.tick import TickInput, TickOutput, run_tick
 from burstmarket.money import micros_to_decimal, units_to_usd, usd
 from burstmarket.store import Database
-from burstmarket.store.rows import Cursor, fetch, fetch_one, fetch_rows, run
+from burstmarket.store.rows import Cursor, fetch, fetch_rows, run
 from burstmarket.store.table import scaled_decimals
 
 
@@ -156,7 +156,7 @@ class TickRunner:
             for c in CLUSTERS.from_tuples(*fetch_rows(cur, "island_clusters", island=island_id))
         }
         spent = {
-            c.id: _spent(cur, c, windows.get(c.id))
+            c.id: spent_since(cur, c.id, c.spend_window_start, windows.get(c.id))
             for c in clusters.values()
             if c.spend_limit is not None and c.spend_window_start is not None
         }
@@ -201,17 +201,6 @@ class TickRunner:
             c, rate = inp.clusters[cluster], out.rates.get(cluster)
             out.ledger += scale_down(c, g, excess, inp.time, rate, billed)
             out.nodes += [n for n in excess if n.id not in changed]
-
-
-def _spent(cur: Cursor, c: Cluster, window: Window | None) -> int:
-    """What the cluster has spent in its window as of the tick's snapshot: the figures keep it
-    for every window a tick opened or the store held at start; a window they do not hold (none
-    should be) is summed from the snapshot's ledger."""
-    since = c.spend_window_start
-    if window is not None and window.since == since:
-        return window.units
-    row = fetch_one(cur, "cluster_spent", cluster=c.id, since=since)
-    return int(row["units"]) if row else 0
 
 
 def _opened_windows(

@@ -7,13 +7,14 @@ checks share (market/tick/)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from burstmarket.clock import maybe_datetime
 from burstmarket.contract import SpendLimitChange, SpendLimitView
 from burstmarket.errors import BidTooLow, BillingHold, Invalid, SpendLimit
 from burstmarket.market.desks.inputs import amount
+from burstmarket.market.figures import spent_since
 from burstmarket.market.guard import Budget, outstanding, window_open, worst_case
 from burstmarket.market.kinds import KINDS
 from burstmarket.market.ledger import COMMITMENT, Entry
@@ -21,7 +22,7 @@ from burstmarket.market.lookups import cluster_nodes, read_cluster, read_cluster
 from burstmarket.market.market import Market
 from burstmarket.market.model import Cluster, Island, Node
 from burstmarket.money import maybe_usd, units_to_usd, usd
-from burstmarket.store.rows import Cursor, fetch_one, run
+from burstmarket.store.rows import Cursor, run
 
 Holdings = Callable[[], list[Node]]
 """The nodes a cluster holds, read only when a check needs them (it has a spend limit)."""
@@ -34,6 +35,7 @@ class SpendGuard:
         self._clock = market.clock
         self._lock = market.lock
         self._figures = market.figures
+        self._hot = market.hot
 
     # --- the limit: GET and PUT /api/spend-limit ------------------------------------------
 
@@ -61,13 +63,22 @@ class SpendGuard:
 
     # --- the checks -----------------------------------------------------------------------
 
-    def budget(self, cur: Cursor, c: Cluster, g: int, now: int, nodes: list[Node]) -> Budget:
-        """What the cluster spent in its window, and what its held `nodes` still commit."""
-        if not window_open(c.spend_window_start, now):
+    def budget(
+        self,
+        cur: Cursor,
+        c: Cluster,
+        g: int,
+        now: int,
+        nodes: list[Node],
+        written: Iterable[Entry] = (),
+    ) -> Budget:
+        """What the cluster spent in its window, and what its held `nodes` still commit.
+        `written`: ledger rows the caller's transaction wrote and has not committed yet."""
+        since = c.spend_window_start
+        if since is None or not window_open(since, now):
             spent = 0
         else:
-            row = fetch_one(cur, "cluster_spent", cluster=c.id, since=c.spend_window_start)
-            spent = int(row["units"]) if row else 0
+            spent = spent_since(cur, c.id, since, self._figures.window(c.id), written)
         # the last tick billed its interval in advance: that part is spent, not committed
         billed = self._figures.billed(c.island)
         since = now if billed is None else max(now, billed.end)
@@ -109,7 +120,8 @@ class SpendGuard:
         """`worst` more committed must fit what is left of the cluster's spend limit."""
         if c.spend_limit is None or not worst:
             return
-        budget = self.budget(cur, c, island.gpus_per_node, now, nodes())
+        held = nodes()  # a VM batch writes what it staged first (market/hot.py)
+        budget = self.budget(cur, c, island.gpus_per_node, now, held, self._hot.written())
         if not budget.fits(worst):
             raise SpendLimit(
                 "the worst case of this demand does not fit what is left of the spend limit",
