@@ -57,6 +57,7 @@ def test_after_warm_up_a_realistic_clearing_compiles_nothing_more() -> None:
         "add_items",
         "advance",
         "band",
+        "blocking_back",
         "bundle",
         "dominated",
         "first_of_each_size",

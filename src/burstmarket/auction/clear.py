@@ -207,6 +207,7 @@ def _payments(
         losers,
         supply,
         best,
+        spread.submit if spread.workers > 1 else None,  # the main thread traces meanwhile
     )
     vcg = dict(zip(winners, vcg_surplus, strict=True))
 

@@ -38,18 +38,21 @@ rounded up to whole µUSD. What keeps it fast is this market's structure:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from burstmarket.auction.kernels import NEG, advance, most_blocking, separate
+from burstmarket.auction.kernels import NEG, advance, blocking_back, most_blocking, separate
 from burstmarket.auction.knapsack import Table
 from burstmarket.auction.qp import LeastRevenue, nearest
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+Helper = Callable[..., Future[Ints]]
+"""Runs a function on another thread, its result to come (`_Spread.submit` in clear.py)."""
 
 _USD = 1e-6  # µUSD -> USD: the programs run in USD above VCG, far above the solvers' tolerances
 _SNAP = 1e-2  # µUSD: a solver value this close above a whole µUSD is that µUSD
@@ -98,15 +101,20 @@ class _Coalition:
 
 
 def core_payments(
-    winners: Sequence[Winner], losers: Table, capacity: int, best: int
+    winners: Sequence[Winner],
+    losers: Table,
+    capacity: int,
+    best: int,
+    helper: Helper | None = None,
 ) -> CorePayments:
     """The minimum-revenue core point nearest VCG. `losers` is the table over every unit of
-    clusters that won nothing; `best` is V(S)."""
+    clusters that won nothing; `best` is V(S). `helper` runs a kernel on another thread (the
+    exact separation's back half); None: all on the caller's."""
     if not winners:
         return CorePayments([], 0, True)
     lo = np.array([w.lo for w in winners], dtype=np.int64)
     bids = np.array([w.hi for w in winners], dtype=np.int64)
-    separation = _Separation(winners, losers[: capacity + 1], best)
+    separation = _Separation(winners, losers[: capacity + 1], best, helper)
     program = _Program(lo, bids, np.array([w.nodes for w in winners], dtype=np.int64))
     point = lo.copy()
     rounds = 1
@@ -131,7 +139,9 @@ def core_payments(
 class _Separation:
     """The most blocking coalitions at a payment point (see `kernels.separate`)."""
 
-    def __init__(self, winners: Sequence[Winner], losers: Table, best: int) -> None:
+    def __init__(
+        self, winners: Sequence[Winner], losers: Table, best: int, helper: Helper | None
+    ) -> None:
         self.losers = losers.astype(np.int64)
         self.best = best
         # the winners that could use the most nodes first: the exact pass's tables shrink soonest
@@ -143,6 +153,13 @@ class _Separation:
         self.starts = np.cumsum([0] + [len(w.sizes) for w in ordered]).astype(np.int64)
         self.won = np.array([winners[j].nodes for j in self.order.tolist()], dtype=np.int64)
         self.width = _WIDTH
+        self._helper = helper if len(winners) > 1 else None
+        # the exact pass's halves split where each is about half its cells: winner j's step
+        # spans the nodes j … n−1 could use, once per unit of its own
+        capacity = len(self.losers) - 1
+        use = np.minimum(capacity, np.cumsum(np.array(demand)[self.order][::-1])[::-1])
+        cells = np.cumsum((use + 1) * np.diff(self.starts))
+        self._half = int(np.clip(np.searchsorted(cells, cells[-1] / 2), 1, len(winners) - 1))
         # the first winner's plans beside the losers, built once (see kernels.stay_or_join)
         length = len(self.losers)
         self.joined = np.empty(length, dtype=np.int64)
@@ -177,16 +194,35 @@ class _Separation:
 
     def exact(self, keeps: Ints, point: Ints) -> list[_Coalition]:
         """The most blocking coalition of all, or nothing if none blocks."""
-        value, _ = most_blocking(*self._inputs(keeps), np.empty((0, 0), dtype=np.int16))
-        if value <= self.best:
+        if self._most_blocking(keeps) <= self.best:
             return []
         # the band missed it: trace it, and reach further from now on
         capacity = len(self.losers) - 1
         self.width = min(capacity, 2 * self.width + 1)
         kind = np.int16 if capacity <= np.iinfo(np.int16).max else np.int32
         choices = np.empty((len(keeps), capacity + 1), dtype=kind)
-        value, roles = most_blocking(*self._inputs(keeps), choices)
-        return self._coalitions(np.array([value]), roles[None, :], point)
+        table, roles = most_blocking(*self._inputs(keeps), choices, len(keeps))
+        return self._coalitions(table[-1:], roles[None, :], point)
+
+    def _most_blocking(self, keeps: Ints) -> int:
+        """The most blocking coalition's value: on a helper thread, its front and back halves
+        at once (`kernels.blocking_back`), which gives the same maximum."""
+        no_choices = np.empty((0, 0), dtype=np.int16)
+        if self._helper is None:
+            table, _ = most_blocking(*self._inputs(keeps), no_choices, len(keeps))
+            return int(table[-1])
+        capacity = len(self.losers) - 1
+        back = self._helper(
+            blocking_back,
+            keeps[self.order],
+            self.starts,
+            self.sizes,
+            self.values,
+            self._half,
+            capacity,
+        )
+        front, _ = most_blocking(*self._inputs(keeps), no_choices, self._half)
+        return int((front + back.result()[::-1]).max())
 
     def _inputs(self, keeps: Ints) -> tuple[Ints, Ints, Ints, Ints, Ints, Ints, Ints, Ints]:
         return (

@@ -650,10 +650,13 @@ def most_blocking(
     sizes: Ints,
     values: Ints,
     choices: npt.NDArray[Any],
-) -> tuple[int, npt.NDArray[np.int8]]:
-    """The exact separation: the most blocking coalition's value over every capacity, and, when
-    `choices` has a row per winner (n × (capacity + 1)), its roles as in `separate` (else the
-    choices are not kept and the roles read 0).
+    count: int,
+) -> tuple[Ints, npt.NDArray[np.int8]]:
+    """The exact separation: the most blocking coalition's value over every capacity (the last
+    entry of the table returned), and, when `choices` has a row per winner (n × (capacity +
+    1)), its roles as in `separate` (else the choices are not kept and the roles read 0).
+    With `count` < n, the front half only: the table after the first `count` winners, over the
+    capacities from S − (nodes the others could use) to S (see `blocking_back`).
 
     Before winner j only capacities from S − (nodes the winners j … n−1 could use) up matter: a
     plan on fewer nodes fits there too. Winners that could use the most nodes go first, so that
@@ -681,7 +684,7 @@ def most_blocking(
     following = np.empty_like(table)
     buffer = np.empty(capacity + 1, dtype=np.int64)
     used = np.empty(capacity + 1, dtype=np.int64)
-    for j in range(1, n):
+    for j in range(1, count):
         a, b = starts[j], starts[j + 1]
         choice = choices[j] if keep_choices else scratch
         advance(
@@ -705,7 +708,36 @@ def most_blocking(
             took_here = choices[i, x - low[i + 1]]
             _role(roles, i, took_here, won[i])
             x -= took_here
-    return table[-1], roles
+    return table, roles
+
+
+@_compiled
+def blocking_back(
+    keeps: Ints, starts: Ints, sizes: Ints, values: Ints, first: int, capacity: int
+) -> Ints:
+    """The exact separation's back half, the value alone: the best the winners `first` … n−1
+    (`most_blocking`'s order) are worth on at most y nodes, each staying out (keeping `keeps[j]`)
+    or taking part with its own units, for y = 0 … the nodes they could use (at most
+    `capacity`). `most_blocking` of the winners before `first` (its front half) is a table over
+    the capacities S − that many … S, so the most blocking coalition's value is the best of
+    front[i] + back[len − 1 − i]: the two halves run on two threads."""
+    n = len(keeps)
+    reach = 0
+    for j in range(first, n):
+        reach = min(capacity, reach + sizes[starts[j] : starts[j + 1]].sum())
+    tables = (np.empty(reach + 1, dtype=np.int64), np.empty(reach + 1, dtype=np.int64))
+    buffer = np.empty(reach + 1, dtype=np.int64)
+    used = np.empty(reach + 1, dtype=np.int64)
+    choice = np.empty(reach + 1, dtype=np.int64)
+    table = np.zeros(1, dtype=np.int64)  # no winner yet: 0 on any number of nodes
+    high, k = 0, 0
+    for j in range(n - 1, first - 1, -1):
+        a, b = starts[j], starts[j + 1]
+        high = min(capacity, high + sizes[a:b].sum())
+        out = tables[k][: high + 1]
+        advance(table, 0, 0, high, keeps[j], sizes[a:b], values[a:b], out, choice, buffer, used)
+        table, k = out, 1 - k
+    return table
 
 
 @_compiled

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import random
 
-from burstmarket.auction import growth
+import numpy as np
+
+from burstmarket.auction import growth, kernels
 from burstmarket.auction.clear import clear
 from burstmarket.auction.types import IslandInput, Protected, Unit
 
@@ -38,6 +40,10 @@ def _island(seed: int) -> IslandInput:
 
 
 def warm_up() -> None:
+    # a large island's exact separation runs its back half on another thread (core.py); these
+    # small islands clear on one, so that kernel is compiled here, on the types core passes
+    one = np.ones(1, dtype=np.int64)
+    kernels.blocking_back(one, np.array([0, 1], dtype=np.int64), one, one, 0, 1)
     for seed in range(3):
         island = _island(seed)
         clear(island)
