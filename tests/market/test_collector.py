@@ -1,4 +1,4 @@
-"""The cycle collector waits while a tick runs (market/collector.py): off from the tick's read
+"""The cycle collector waits while a tick runs (collector.py): off from the tick's read
 to its commit, on again after, and when ticks of two islands overlap, on again only once the
 last has ended; a collector someone else turned off stays off."""
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from burstmarket.collector import collector_paused
 from burstmarket.contract import CapacityDeclaration, IslandChange, NewAccount, NewCluster
 from burstmarket.market import runner
-from burstmarket.market.collector import collector_paused
 from burstmarket.market.desks import Operator, Tenant
 from tests.conftest import MakeMarket
 

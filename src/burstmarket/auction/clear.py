@@ -31,6 +31,7 @@ from burstmarket.auction.types import (
     Stats,
     Unit,
 )
+from burstmarket.collector import collector_paused
 from burstmarket.money import PRICE_STEP, round_div
 
 Ints = npt.NDArray[np.int64]
@@ -50,6 +51,11 @@ _SPREAD_FROM = 1 << 22
 
 def clear(island: IslandInput, *, workers: int = WORKERS) -> Clearing:
     """`workers`: threads a large island's payments may use (1: the caller's alone)."""
+    with collector_paused():  # it makes no cycles: reference counts free it all
+        return _clear(island, workers)
+
+
+def _clear(island: IslandInput, workers: int) -> Clearing:
     a = _allocate(island)
     clusters, core = _payments(
         island, a.units, a.prices, a.sizes, a.values, a.chosen, a.best, workers

@@ -27,8 +27,8 @@ from collections.abc import Callable
 import msgspec
 
 from burstmarket.clock import NS_PER_MS, Clock, ManualClock
+from burstmarket.collector import collector_paused
 from burstmarket.events import TickCommitted
-from burstmarket.market.collector import collector_paused
 from burstmarket.market.figures import Figures
 from burstmarket.market.hot import Hot
 from burstmarket.market.islands import create_island
@@ -96,7 +96,7 @@ class Market:
     def tick(self, island_id: str, time: int | None = None) -> TickCommitted:
         """Run and commit one tick of one island (market/runner.py). Blocking: call it from a
         worker thread, then hand the result to `publish` on the event loop. The cycle
-        collector waits for it (market/collector.py)."""
+        collector waits for it (collector.py)."""
         with collector_paused():
             return self._runner.tick(island_id, time)
 
