@@ -115,6 +115,11 @@ class Figures:
         """The cluster's spend window as last committed (None: it never opened one)."""
         return self._windows.get(cluster)
 
+    def last_seq(self) -> int:
+        """The last order of acceptance given: anything written after this reads holding the
+        writer is given a later one."""
+        return self._seq
+
     def spend_windows(self) -> dict[str, Window]:
         """Every cluster's spend window (a copy): take it holding the writer, to read it as of
         the same commit as a snapshot taken then."""

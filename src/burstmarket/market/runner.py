@@ -89,6 +89,13 @@ class TickRunner:
         self._lock = lock
         self._figures = figures
         self._hot = hot
+        self._jobs_since: dict[str, int] = {}
+        """Per island, an order of acceptance (`seq`) no job live now was given less than: the
+        oldest live job its last tick read, or the next one to be given at that tick's
+        snapshot if it is sooner (a job made since is given a later one: both hold the writer;
+        a clock could step back, the counter never does). Its live jobs are read from there
+        (sql/island_jobs.sql), so a tick no longer reads past every job the island ever
+        finished (3 million of them: 90 ms, against 2 ms from the bound)."""
         self._terms: dict[str, Terms] = {}
         """Each island's terms as its last recorded row holds them (`record_island_terms`),
         once a tick of this process has committed: a tick on the same terms writes no row, so
@@ -106,11 +113,14 @@ class TickRunner:
             number = 1 if last is None else last.tick + 1
             billed = figures.billed(island_id)
             windows = figures.spend_windows()  # as of the snapshot: no commit in between
+            jobs_since = self._jobs_since.get(island_id, 0)
+            next_seq = figures.last_seq() + 1
             snapshot = self._db.snapshot()
             self._lock.start_tick(island_id)
         try:
             with snapshot as cur:
-                inp = self._tick_input(cur, island_id, number, at, billed, windows)
+                inp = self._tick_input(cur, island_id, number, at, billed, windows, jobs_since)
+            self._jobs_since[island_id] = min([next_seq, *(j.seq for j in inp.jobs)])
             read = perf_counter()
             before = {cid: standing(c) for cid, c in inp.clusters.items()}
             out = run_tick(inp)
@@ -149,6 +159,7 @@ class TickRunner:
         at: int,
         billed: Billed | None,
         windows: dict[str, Window],
+        jobs_since: int,
     ) -> TickInput:
         island = read_island(cur, island_id)
         clusters = {
@@ -169,7 +180,9 @@ class TickRunner:
             interval_ns=self._figures.interval_ns,
             clusters=clusters,
             nodes=NODES.from_tuples(*fetch_rows(cur, "island_nodes", island=island_id)),
-            jobs=JOBS.from_tuples(*fetch_rows(cur, "island_jobs", island=island_id)),
+            jobs=JOBS.from_tuples(
+                *fetch_rows(cur, "island_jobs", island=island_id, since=jobs_since)
+            ),
             balances=balances,
             hold_since=_hold_since(cur, clusters.values(), balances),
             spent=spent,
