@@ -14,17 +14,20 @@ the wall time also counts other processes' turns), and where the own work's wall
 the input, the rules (run_tick beside the clearing: demand, windows, apply, billing, the ladders),
 write and commit, the rest. The goal: the tick's own work no more than the clearing (own/clear
 CPU <= 1). `--day-behind` runs the same ticks on a market that has billed every cluster for a
-day, each under a spend limit, as a live one has after its first day.
+day, each under a spend limit, as a live one has after its first day, then times growing
+declarations of those clusters (each checked against its spend window).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import statistics
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from burstmarket.auction import Clearing, IslandInput  # noqa: E402
 from burstmarket.auction import clear as engine_clear  # noqa: E402
 from burstmarket.clock import NS_PER_HOUR, ManualClock  # noqa: E402
+from burstmarket.contract import CapacityDeclaration  # noqa: E402
+from burstmarket.market.desks import Tenant  # noqa: E402
 from burstmarket.market.islands import create_island  # noqa: E402
 from burstmarket.market.market import Market  # noqa: E402
 from burstmarket.market.model import Island  # noqa: E402
@@ -160,6 +165,24 @@ def main(ticks: int, nodes: int, clusters: int, day_behind: bool) -> None:
             f"rules beside the clearing {rules * 1e3:.1f} ms, write and commit {write * 1e3:.1f} "
             f"ms, the rest (the feed's event, locks) {rest * 1e3:.1f} ms"
         )
+        if day_behind:
+            declarations(market)
+
+
+def declarations(market: Market) -> None:
+    """Growing declarations of limited clusters, each checked against its spend window: what
+    a day of billing behind the market costs a tenant's call (answered once committed)."""
+    tenant = Tenant(market)
+    took = []
+    for i in range(40):
+        started = time.perf_counter()
+        body = CapacityDeclaration((NODES_EACH + 1) * G, Decimal(9))
+        asyncio.run(tenant.vm.declare(f"c{i:04d}", body))
+        took.append(time.perf_counter() - started)
+    print(
+        f"a growing declaration of a limited cluster (40, one at a time): median "
+        f"{statistics.median(took) * 1e3:.1f} ms, max {max(took) * 1e3:.1f} ms"
+    )
 
 
 if __name__ == "__main__":
